@@ -1,0 +1,496 @@
+"""Tests for dpsklearn.calibration (SPEC sections 2.4, 3.3 and 4).
+
+Every privacy-relevant number is checked against an independent computation:
+brute-force summation for the stability tail, the textbook formulas for the
+calibrations, Kairouz-Oh-Viswanath's discrete closed form and Google's
+``dp_accounting`` PLD for optimal composition, hand arithmetic for the
+per-query budgets.
+"""
+
+import itertools
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from dpsklearn.calibration import (
+    SparseVectorCalibration,
+    calibrate_sparse_vector,
+    drv_epsilon,
+    kov_delta,
+    kov_epsilon,
+    kov_max_epsilon0,
+    per_query_epsilon,
+    sparse_vector_candidates,
+    stability_tail_bound,
+    stability_tail_probability,
+)
+
+# --------------------------------------------------------------------------
+# Stability tail: P(DLap(2 lam) - DLap(lam) > w), SPEC 2.4
+# --------------------------------------------------------------------------
+
+
+def _mp_difference_pmf(lam, n_terms):
+    """pmf of Z1 - Z2 on [-2N, 2N] by brute-force double summation (mpmath).
+
+    DLap(t): P(z) = (1-a)/(1+a) a^|z|, a = exp(-1/t); Z1 ~ DLap(2 lam),
+    Z2 ~ DLap(lam). Both supports are truncated at |z| <= N; the caller picks
+    N so that the dropped mass is far below the tolerance.
+    """
+    mpmath.mp.dps = 50
+    lam = mpmath.mpf(lam)
+    a1, a2 = mpmath.exp(-1 / (2 * lam)), mpmath.exp(-1 / lam)
+    c1, c2 = (1 - a1) / (1 + a1), (1 - a2) / (1 + a2)
+    p1 = {z: c1 * a1 ** abs(z) for z in range(-n_terms, n_terms + 1)}
+    p2 = {z: c2 * a2 ** abs(z) for z in range(-n_terms, n_terms + 1)}
+    pmf = {}
+    for z1, q1 in p1.items():
+        for z2, q2 in p2.items():
+            pmf[z1 - z2] = pmf.get(z1 - z2, 0) + q1 * q2
+    return pmf
+
+
+@pytest.mark.parametrize("lam", [0.3, 0.5, 1.0])
+def test_tail_probability_matches_mpmath_brute_force(lam):
+    # Truncation: a1^N = exp(-N / (2 lam)) <= exp(-80), far below rtol.
+    n_terms = int(160 * lam) + 10
+    pmf = _mp_difference_pmf(lam, n_terms)
+    for w in [-3.5, -1.0, -0.2, 0.0, 0.5, 1.0, 2.999, 3.0, 7.9, 12.0]:
+        brute = mpmath.fsum(q for d, q in pmf.items() if d > w)
+        got = stability_tail_probability(lam, w)
+        assert got == pytest.approx(float(brute), rel=1e-12, abs=0), (lam, w)
+
+
+@pytest.mark.parametrize("lam", [2.0, 5.0, 12.5])
+def test_tail_probability_matches_numpy_convolution(lam):
+    # Larger scales: the pmf of the difference by an exact (float) convolution
+    # of the two truncated pmfs; all terms are positive, so there is no
+    # cancellation, and summing the tail from its far end keeps relative
+    # accuracy.
+    n_terms = int(200 * lam)
+    z = np.arange(-n_terms, n_terms + 1)
+    a1, a2 = math.exp(-1 / (2 * lam)), math.exp(-1 / lam)
+    p1 = (1 - a1) / (1 + a1) * a1 ** np.abs(z)
+    p2 = (1 - a2) / (1 + a2) * a2 ** np.abs(z)
+    pmf = np.convolve(p1, p2[::-1])  # support -2N .. 2N of Z1 - Z2
+    support = np.arange(-2 * n_terms, 2 * n_terms + 1)
+    for w in [-10.0, 0.0, 1.5, 4 * lam, 20 * lam, 60 * lam]:
+        brute = math.fsum(pmf[support > w][::-1])
+        assert stability_tail_probability(lam, w) == pytest.approx(brute, rel=1e-9)
+
+
+def test_tail_probability_integer_threshold_semantics():
+    # Z1 - Z2 is an integer: P(D > w) is constant for w in [n, n + 1).
+    for lam in [0.7, 3.0, 40.0]:
+        for n in [-2, 0, 3, 17]:
+            ref = stability_tail_probability(lam, n)
+            for w in [n + 0.25, n + 0.999]:
+                assert stability_tail_probability(lam, w) == ref
+    # Symmetry of D: P(D > 0) + P(D > -1) = P(D >= 1) + P(D >= 0) = 1.
+    for lam in [0.7, 3.0, 40.0]:
+        p0 = stability_tail_probability(lam, 0.0)
+        pm = stability_tail_probability(lam, -1.0)
+        assert p0 + pm == pytest.approx(1.0, rel=1e-14)
+
+
+def test_tail_probability_below_spec_bound_and_exp():
+    # SPEC 2.4: p <= b^(floor(w)+1) (1+b)/(1+b+b^2) < exp(-w/(2 lam)).
+    for lam in [0.05, 0.5, 1.0, 3.0, 10.0, 100.0, 1e4]:
+        for w in np.linspace(-30.0, 30.0, 121).tolist() + [lam * 5, lam * 40]:
+            p = stability_tail_probability(lam, w)
+            bound = stability_tail_bound(lam, w)
+            assert 0.0 <= p <= bound * (1 + 1e-13), (lam, w)
+            if w >= 0:
+                assert bound <= math.exp(-w / (2 * lam)), (lam, w)
+    # The bound is tight up to the small second term when b^n is small.
+    p = stability_tail_probability(50.0, 2000.0)
+    assert p == pytest.approx(stability_tail_bound(50.0, 2000.0), rel=1e-15)
+
+
+def test_tail_probability_extreme_scales_are_finite():
+    # Tiny lam underflows b to 0; huge w underflows p to 0; neither is an error.
+    assert stability_tail_probability(1e-3, 2.0) == 0.0
+    assert stability_tail_probability(10.0, 1e6) == 0.0
+    p = stability_tail_probability(1e6, 1.0)
+    assert p == pytest.approx(0.5, abs=1e-5)
+
+
+# --------------------------------------------------------------------------
+# Sparse vector calibrations over a grid (SPEC 2.4)
+# --------------------------------------------------------------------------
+
+EPSILONS = [0.1, 1.0, 8.0, 50.0, 200.0]
+DELTAS = [1e-3, 1e-5, 1e-9]
+CUTOFFS = [1, 10, 100, 1000]
+GRID = list(itertools.product(EPSILONS, DELTAS, CUTOFFS))
+
+
+def _paper_reference(epsilon, delta, T):
+    lam = math.sqrt(32 * T * math.log(2 / delta)) / epsilon
+    return lam, 2 * lam * math.log(2 * T / delta)
+
+
+@pytest.mark.parametrize("epsilon,delta,T", GRID)
+def test_calibrations_on_grid(epsilon, delta, T):
+    cands = sparse_vector_candidates(epsilon, delta, T)
+    assert set(cands) == {"paper", "exact", "pure"}
+
+    # paper: refused exactly when its DRV composed epsilon exceeds epsilon.
+    lam_p, w_p = _paper_reference(epsilon, delta, T)
+    drv = (
+        math.sqrt(2 * T * math.log(2 / delta)) * (2 / lam_p)
+        + T * (2 / lam_p) * math.expm1(2 / lam_p)
+    )
+    if drv > epsilon:
+        assert cands["paper"] is None
+        with pytest.raises(ValueError, match="calibration"):
+            calibrate_sparse_vector(epsilon, delta, T, calibration="paper")
+    else:
+        paper = calibrate_sparse_vector(epsilon, delta, T, calibration="paper")
+        assert cands["paper"] == paper
+        assert paper.noise_scale == pytest.approx(lam_p, rel=1e-14)
+        assert paper.threshold == pytest.approx(w_p, rel=1e-14)
+        assert paper.composed_epsilon == pytest.approx(drv, rel=1e-12)
+
+    pure = cands["pure"]
+    assert pure is not None and pure.name == "pure"
+    assert pure.noise_scale == pytest.approx(2 * T / epsilon, rel=1e-14)
+    assert pure.threshold == pytest.approx(
+        2 * pure.noise_scale * math.log(T / delta), rel=1e-14
+    )
+
+    exact = cands["exact"]
+    assert exact is not None and exact.name == "exact"
+    eps0 = 2 / exact.noise_scale
+    # The sparse vector part of exact is (epsilon, delta/2) by optimal
+    # composition, and eps0 is at least basic composition's epsilon / T.
+    assert kov_delta(eps0, T, epsilon) <= delta / 2
+    assert eps0 >= epsilon / T * (1 - 1e-12)
+    assert exact.threshold == pytest.approx(
+        2 * exact.noise_scale * math.log(2 * T / delta), rel=1e-14
+    )
+
+    # Stability part, exactly (closed form checked against brute force above):
+    # T p <= delta/2 (paper, exact) or delta (pure).
+    for cal in cands.values():
+        if cal is None:
+            continue
+        p = stability_tail_probability(cal.noise_scale, cal.threshold)
+        assert cal.tail_probability == p
+        share = 1.0 if cal.name == "pure" else 0.5
+        assert p <= share * delta / T, cal
+        assert cal.composed_epsilon <= epsilon * (1 + 1e-12), cal
+        assert cal.per_instance_epsilon == pytest.approx(2 / cal.noise_scale)
+        assert cal.epsilon == epsilon and cal.delta == delta and cal.cutoff == T
+        assert cal.sparse_vector_delta + cal.stability_delta == pytest.approx(delta)
+
+    # auto: the admissible calibration with the smallest threshold.
+    auto = calibrate_sparse_vector(epsilon, delta, T)
+    admissible = [c for c in cands.values() if c is not None]
+    assert auto.threshold == min(c.threshold for c in admissible)
+    assert auto == cands[auto.name]
+
+    # Optimal composition is never worse than advanced composition at the same
+    # delta split, so exact's threshold is never above paper's.
+    if cands["paper"] is not None:
+        assert exact.threshold <= cands["paper"].threshold * (1 + 1e-12)
+
+
+def test_paper_overspends_at_large_epsilon():
+    # SPEC 2.4: for T = 100, delta = 1e-5 paper overspends above about 40.
+    assert sparse_vector_candidates(30.0, 1e-5, 100)["paper"] is not None
+    assert sparse_vector_candidates(45.0, 1e-5, 100)["paper"] is None
+    with pytest.raises(ValueError, match=r"calibration='paper'.*epsilon=45"):
+        calibrate_sparse_vector(45.0, 1e-5, 100, calibration="paper")
+
+
+def test_spec_thresholds_at_T100_eps1_delta1e5():
+    # SPEC 2.4: w is about 6,640 (paper), 6,450 (pure) and 2,580 (exact).
+    w = {
+        name: calibrate_sparse_vector(1.0, 1e-5, 100, calibration=name).threshold
+        for name in ("paper", "pure", "exact")
+    }
+    assert w["paper"] == pytest.approx(6640, rel=0.01)
+    assert w["pure"] == pytest.approx(6450, rel=0.01)
+    assert w["exact"] == pytest.approx(2580, rel=0.01)
+    assert calibrate_sparse_vector(1.0, 1e-5, 100).name == "exact"
+
+
+def test_auto_can_pick_pure():
+    # T = 1: exact's eps0 is barely above epsilon, while pure's log factor is
+    # ln(T/delta) instead of ln(2T/delta), so pure has the smaller w.
+    cal = calibrate_sparse_vector(1.0, 1e-5, 1)
+    assert cal.name == "pure"
+
+
+def test_calibration_is_memoised_and_frozen():
+    calibrate_sparse_vector.cache_clear()
+    first = calibrate_sparse_vector(2.0, 1e-6, 50)
+    before = calibrate_sparse_vector.cache_info().hits
+    assert calibrate_sparse_vector(2.0, 1e-6, 50) is first
+    assert calibrate_sparse_vector(np.float64(2.0), 1e-6, np.int64(50)) is first
+    assert calibrate_sparse_vector.cache_info().hits == before + 2
+    assert isinstance(first, SparseVectorCalibration)
+    with pytest.raises(AttributeError):
+        first.threshold = 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"delta": float("nan")}, "delta"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": float("inf")}, "epsilon"),
+        ({"epsilon": "1"}, "epsilon"),
+        ({"cutoff": 0}, "max_unstable"),
+        ({"cutoff": 2.5}, "max_unstable"),
+        ({"cutoff": True}, "max_unstable"),
+        ({"calibration": "fancy"}, "calibration"),
+    ],
+)
+def test_sparse_vector_input_validation(kwargs, name):
+    args = {"epsilon": 1.0, "delta": 1e-5, "cutoff": 10, "calibration": "auto"}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        calibrate_sparse_vector(**args)
+
+
+def test_unknown_calibration_lists_allowed_values():
+    with pytest.raises(ValueError, match="'auto'.*'exact'.*'paper'") as info:
+        calibrate_sparse_vector(1.0, 1e-5, 10, calibration="zcdp")
+    assert "'pure'" in str(info.value)
+
+
+# --------------------------------------------------------------------------
+# Optimal composition (Kairouz-Oh-Viswanath) vs DRV, basic and dp_accounting
+# --------------------------------------------------------------------------
+
+
+def _kov_discrete_delta(eps0, k, i):
+    """KOV 2015, Theorem 3.3: delta at epsilon = (k - 2i) eps0, in exact
+    rational arithmetic over e^eps0 evaluated by mpmath at 60 digits."""
+    mpmath.mp.dps = 60
+    e = mpmath.exp(mpmath.mpf(eps0))
+    total = mpmath.mpf(0)
+    for l in range(i):
+        total += math.comb(k, l) * (e ** (k - l) - e ** (k - 2 * i + l))
+    return float(total / (1 + e) ** k)
+
+
+@pytest.mark.parametrize("eps0,k", [(0.1, 10), (0.5, 7), (1.0, 20), (0.03, 200)])
+def test_kov_delta_matches_kov_theorem_3_3(eps0, k):
+    for i in range(0, k // 2 + 1, max(1, k // 20)):
+        epsilon = (k - 2 * i) * eps0
+        expected = _kov_discrete_delta(eps0, k, i)
+        got = kov_delta(eps0, k, epsilon)
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-300), i
+
+
+def _pld_delta(eps0, k, epsilon, pessimistic):
+    from dp_accounting import privacy_accountant
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    # The tight worst case of a pure eps0-DP mechanism is binary randomized
+    # response: with noise parameter p it keeps the input with probability
+    # 1 - p/2, so its loss is ln((2 - p)/p) = eps0 for p = 2 / (1 + e^eps0).
+    # SPEC 4: pass neighboring_relation explicitly; compose with
+    # self_compose (the PLD of RandomizedResponseDpEvent ignores `count`).
+    single = pld.from_randomized_response(
+        noise_parameter=2.0 / (1.0 + math.exp(eps0)),
+        num_buckets=2,
+        pessimistic_estimate=pessimistic,
+        value_discretization_interval=1e-4,
+        neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE,
+    )
+    return float(single.self_compose(k).get_delta_for_epsilon(epsilon))
+
+
+@pytest.mark.parametrize(
+    "eps0,k,epsilon",
+    [
+        (0.1, 10, 0.5),
+        (0.5, 30, 5.0),
+        (1.0, 5, 2.0),
+        (0.02608404909839237, 100, 1.0),  # exact's eps0 at T=100, eps=1, 1e-5
+    ],
+)
+def test_kov_delta_matches_dp_accounting_pld(eps0, k, epsilon):
+    # The optimistic and pessimistic PLDs bracket the true delta up to the
+    # tail truncation (<= 1e-15 per composition). Their discretisation error:
+    # each of the k losses is rounded by at most h = 1e-4, so the pessimistic
+    # PLD's delta at epsilon is at most the true delta at epsilon - k h, and
+    # the optimistic one's at least the true delta at epsilon + k h.
+    h, trunc = 1e-4, 1e-12
+    ours = kov_delta(eps0, k, epsilon)
+    low = _pld_delta(eps0, k, epsilon, pessimistic=False)
+    high = _pld_delta(eps0, k, epsilon, pessimistic=True)
+    assert ours > 0
+    assert low - trunc <= ours <= high + trunc
+    assert high <= kov_delta(eps0, k, epsilon - k * h) + trunc
+    assert low >= kov_delta(eps0, k, epsilon + k * h) - trunc
+
+
+def test_exact_calibration_is_exact_by_pld():
+    # At T = 100, epsilon = 1, delta = 1e-5 the exact calibration's eps0
+    # composes to delta/2 = 5e-6 by PLD as well, within discretisation error.
+    cal = calibrate_sparse_vector(1.0, 1e-5, 100, calibration="exact")
+    high = _pld_delta(cal.per_instance_epsilon, 100, 1.0, pessimistic=True)
+    low = _pld_delta(cal.per_instance_epsilon, 100, 1.0, pessimistic=False)
+    assert low <= 5e-6 <= high
+    # ... and a 10% larger eps0 would overspend even by the optimistic PLD.
+    assert _pld_delta(cal.per_instance_epsilon * 1.1, 100, 1.0, False) > 5e-6
+
+
+def test_kov_delta_monotone_in_eps0_and_epsilon():
+    for k in [1, 3, 50, 1000]:
+        eps0s = np.geomspace(1e-3, 20.0, 40)
+        # (up to rounding: near delta = 1 the sum is accurate to a few ulps)
+        deltas = [kov_delta(e0, k, 1.0) for e0 in eps0s]
+        assert all(b >= a * (1 - 1e-13) for a, b in itertools.pairwise(deltas)), k
+        assert all(0.0 <= d <= 1.0 for d in deltas)
+        assert deltas[-1] > deltas[0]
+        epsilons = np.linspace(0.0, k * 0.3, 30)
+        deltas = [kov_delta(0.3, k, eps) for eps in epsilons]
+        assert all(b <= a * (1 + 1e-13) for a, b in itertools.pairwise(deltas)), k
+        # delta = 0 at and beyond basic composition.
+        assert kov_delta(0.3, k, k * 0.3) == 0.0
+
+
+@pytest.mark.parametrize(
+    "epsilon,delta,k",
+    [(1.0, 1e-5, 100), (0.1, 1e-9, 10), (8.0, 1e-3, 1000), (200.0, 5e-10, 3)],
+)
+def test_kov_max_epsilon0_inverts_kov_delta(epsilon, delta, k):
+    e0 = kov_max_epsilon0(epsilon, delta, k)
+    assert kov_delta(e0, k, epsilon) <= delta
+    assert kov_delta(e0 * (1 + 1e-9), k, epsilon) > delta
+    # And kov_epsilon inverts it in the other argument.
+    assert kov_epsilon(e0, k, delta) == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_kov_max_epsilon0_single_mechanism_closed_form():
+    # k = 1: (e^eps0 - e^epsilon) / (1 + e^eps0) = delta
+    #   <=> eps0 = ln((e^epsilon + delta) / (1 - delta)).
+    for epsilon, delta in [(0.5, 1e-3), (1.0, 1e-5), (3.0, 0.2)]:
+        expected = math.log((math.exp(epsilon) + delta) / (1 - delta))
+        assert kov_max_epsilon0(epsilon, delta, 1) == pytest.approx(expected, rel=1e-11)
+    assert kov_max_epsilon0(1.0, 0.0, 7) == pytest.approx(1 / 7)
+
+
+@pytest.mark.parametrize("k", [1, 2, 10, 100, 1000])
+@pytest.mark.parametrize("eps0", [0.001, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-8])
+def test_kov_never_worse_than_drv_or_basic(k, eps0, delta):
+    # At DRV's epsilon (and at basic's k eps0) optimal composition needs no
+    # more than delta, so its epsilon is at most the smaller of the two.
+    drv = drv_epsilon(eps0, k, delta)
+    assert kov_delta(eps0, k, drv) <= delta
+    assert kov_delta(eps0, k, k * eps0) == 0.0
+    assert kov_epsilon(eps0, k, delta) <= min(drv, k * eps0) * (1 + 1e-12)
+
+
+def test_kov_max_epsilon0_beats_drv_and_basic():
+    # The largest eps0 allowed by DRV (found by bisection on the monotone DRV
+    # formula) and by basic composition is never above KOV's.
+    for epsilon, delta, k in [(1.0, 1e-5, 100), (0.5, 1e-6, 1000), (10.0, 1e-3, 30)]:
+        lo, hi = 0.0, epsilon
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if drv_epsilon(mid, k, delta) <= epsilon else (lo, mid)
+        kov = kov_max_epsilon0(epsilon, delta, k)
+        assert kov >= lo and kov >= epsilon / k
+
+
+def test_kov_large_k_and_large_eps0_are_stable():
+    # O(k) in log space: no overflow, no NaN, sensible ordering.
+    e0 = kov_max_epsilon0(1.0, 1e-5, 100_000)
+    assert math.isfinite(e0) and 1e-5 < e0 < 1.0
+    assert kov_delta(e0, 100_000, 1.0) <= 1e-5
+    # eps0 = 50, k = 10, epsilon = 499: only l = 0 (loss 500) exceeds epsilon,
+    # delta = (1 + e^-50)^-10 (1 - e^-1), i.e. 1 - 1/e to double precision.
+    assert kov_delta(50.0, 10, 499.0) == pytest.approx(-math.expm1(-1.0), rel=1e-12)
+    assert kov_delta(50.0, 10, 400.0) <= 1.0
+    assert kov_max_epsilon0(200.0, 1e-9, 1) == pytest.approx(200.0, abs=1e-6)
+
+
+def test_drv_epsilon_hand_values():
+    # sqrt(2 * 100 * ln(1e5)) * 0.01 + 100 * 0.01 * (e^0.01 - 1)
+    #   = sqrt(2302.585) * 0.01 + 0.0100502 = 0.479853 + 0.010050 = 0.489903
+    assert drv_epsilon(0.01, 100, 1e-5) == pytest.approx(0.489903, rel=1e-5)
+    assert drv_epsilon(800.0, 2, 1e-5) == math.inf
+
+
+# --------------------------------------------------------------------------
+# Per-query epsilon (SPEC 3.3)
+# --------------------------------------------------------------------------
+
+
+def test_per_query_epsilon_hand_values():
+    # zCDP: rho = (sqrt(L + eps) - sqrt(L))^2, L = ln(1/delta);
+    # eps_q = sqrt(8 rho / m) (exponential) or sqrt(2 rho / m) (laplace).
+    #
+    # (1) eps = 1, delta = 1e-5, m = 1: L = 11.512925,
+    #     sqrt(12.512925) - sqrt(11.512925) = 3.537361 - 3.393070 = 0.144291,
+    #     rho = 0.0208199, eps_q = sqrt(0.166559) = 0.408117; basic = 1.
+    assert per_query_epsilon(1.0, 1e-5, 1, calibration="basic") == (1.0, "basic")
+    eps_q, name = per_query_epsilon(1.0, 1e-5, 1, calibration="zcdp")
+    assert name == "zcdp" and eps_q == pytest.approx(0.408117, rel=1e-5)
+    assert per_query_epsilon(1.0, 1e-5, 1) == (1.0, "basic")
+    # (2) eps = 1, delta = 1e-5, m = 1000: basic 0.001;
+    #     zCDP sqrt(8 * 0.0208199 / 1000) = sqrt(1.665595e-4) = 0.0129058.
+    assert per_query_epsilon(1.0, 1e-5, 1000, calibration="basic")[0] == 0.001
+    eps_q, name = per_query_epsilon(1.0, 1e-5, 1000)
+    assert name == "zcdp" and eps_q == pytest.approx(0.0129058, rel=1e-5)
+    # (3) eps = 2, delta = 1e-6, m = 100: L = 13.815511,
+    #     sqrt(15.815511) - sqrt(13.815511) = 3.976872 - 3.716922 = 0.259950,
+    #     rho = 0.0675739; exponential sqrt(8 rho / 100) = 0.0735249,
+    #     laplace sqrt(2 rho / 100) = 0.0367624; basic = 0.02.
+    eps_q, _ = per_query_epsilon(2.0, 1e-6, 100, calibration="zcdp")
+    assert eps_q == pytest.approx(0.0735249, rel=1e-5)
+    eps_q, _ = per_query_epsilon(2.0, 1e-6, 100, release="laplace", calibration="zcdp")
+    assert eps_q == pytest.approx(0.0367624, rel=1e-5)
+    assert per_query_epsilon(2.0, 1e-6, 100, calibration="basic")[0] == 0.02
+    # (4) delta = 0: zCDP is not admissible; auto falls back to basic.
+    assert per_query_epsilon(0.5, 0.0, 10) == (0.05, "basic")
+    with pytest.raises(ValueError, match="delta"):
+        per_query_epsilon(0.5, 0.0, 10, calibration="zcdp")
+
+
+@pytest.mark.parametrize("release", ["exponential", "laplace"])
+def test_per_query_auto_is_best_and_zcdp_composes(release):
+    factor = 1 / 8 if release == "exponential" else 1 / 2
+    for epsilon, delta, m in itertools.product(
+        [0.1, 1.0, 10.0], [1e-3, 1e-5, 1e-10], [1, 2, 10, 100, 10_000]
+    ):
+        auto, _ = per_query_epsilon(epsilon, delta, m, release=release)
+        basic, _ = per_query_epsilon(epsilon, delta, m, release, "basic")
+        zcdp, _ = per_query_epsilon(epsilon, delta, m, release, "zcdp")
+        assert auto == max(basic, zcdp)
+        assert basic * m == pytest.approx(epsilon)
+        # The m releases really compose to (epsilon, delta) under zCDP.
+        rho = m * factor * zcdp**2
+        assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) == pytest.approx(
+            epsilon, rel=1e-12
+        )
+
+
+def test_per_query_memoised_and_validated():
+    per_query_epsilon.cache_clear()
+    per_query_epsilon(1.0, 1e-5, 100)
+    per_query_epsilon(1.0, 1e-5, 100)
+    assert per_query_epsilon.cache_info().hits == 1
+    with pytest.raises(ValueError, match="max_queries"):
+        per_query_epsilon(1.0, 1e-5, 0)
+    with pytest.raises(ValueError, match="epsilon"):
+        per_query_epsilon(0.0, 1e-5, 10)
+    with pytest.raises(ValueError, match="delta"):
+        per_query_epsilon(1.0, 1.0, 10)
+    with pytest.raises(ValueError, match="'exponential', 'laplace'"):
+        per_query_epsilon(1.0, 1e-5, 10, release="gaussian")
+    with pytest.raises(ValueError, match="'auto', 'basic', 'zcdp'"):
+        per_query_epsilon(1.0, 1e-5, 10, calibration="paper")
