@@ -2,6 +2,7 @@
 
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .subsample_aggregate import SubsampleAggregateClassifier
 
 __version__ = "0.1.0.dev0"
 
@@ -9,5 +10,6 @@ __all__ = [
     "BudgetExhaustedError",
     "PrivacyAccountant",
     "PrivacyLeakWarning",
+    "SubsampleAggregateClassifier",
     "__version__",
 ]

@@ -89,9 +89,7 @@ def discrete_laplace(scale: float, size=None, *, rng: np.random.Generator):
         return np.zeros(size, dtype=np.int64) if size is not None else np.int64(0)
     first = rng.geometric(success, size=size)
     second = rng.geometric(success, size=size)
-    return (np.asarray(first, dtype=np.int64) - np.asarray(second, dtype=np.int64))[
-        ()
-    ]
+    return (np.asarray(first, dtype=np.int64) - np.asarray(second, dtype=np.int64))[()]
 
 
 def truncated_geometric(counts, epsilon: float, lower, upper, *, rng):
@@ -105,7 +103,8 @@ def truncated_geometric(counts, epsilon: float, lower, upper, *, rng):
     --------
     >>> import numpy as np
     >>> from dpsklearn.noise import truncated_geometric
-    >>> int(truncated_geometric(5, 1.0, 0, 10, rng=np.random.default_rng(0))) in range(11)
+    >>> rng = np.random.default_rng(0)
+    >>> int(truncated_geometric(5, 1.0, 0, 10, rng=rng)) in range(11)
     True
     """
     epsilon = _check_scale(epsilon, "epsilon")
@@ -146,7 +145,9 @@ def grid_laplace(
     n_coordinates: int = 1,
     bounds: tuple[float, float] | None = None,
 ):
-    """Release real values with Laplace noise on a grid: ``g (round(v/g) + DLap(units/eps))``.
+    """Release real values on a grid with discrete Laplace noise in grid units.
+
+    The release is ``g * (round(v/g) + DLap(units/epsilon))``.
 
     ``units = floor(sensitivity/g) + n_coordinates`` (:func:`grid_units`):
     for a scalar release ``n_coordinates = 1``; for a vector release whose L1

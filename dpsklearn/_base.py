@@ -1,0 +1,184 @@
+"""Shared fit machinery of the teacher-ensemble estimators (SPEC 2.1, 3, 8).
+
+The ensembles differ only in how they answer a query; validation, the public
+label set, the partition, the parallel fit of teachers, the vote counts, the
+accountant and the noise generators are the same, so they live here once.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .accounting import PrivacyAccountant
+from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
+from .votes import vote_counts
+
+__all__ = []
+
+# Constraints shared by every teacher ensemble (sklearn's _param_validation,
+# the accepted private import: SPEC "Dependencies").
+ENSEMBLE_CONSTRAINTS = {
+    "estimator": [HasMethods(["fit", "predict"]), None],
+    "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "epsilon": [Interval(Real, 0, None, closed="neither")],
+    "min_samples_per_shard": [Interval(Integral, 1, None, closed="left")],
+    "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
+    "random_state": ["random_state"],
+    "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
+    "n_jobs": [Integral, None],
+    "verbose": ["verbose"],
+}
+
+ACCEPT_SPARSE = ("csr", "csc")
+
+
+class TeacherEnsembleMixin:
+    """Fit steps shared by the ensembles; the subclass answers queries."""
+
+    def _base_estimator(self):
+        if self.estimator is None:
+            return LogisticRegression()
+        return self.estimator
+
+    # -- validation ----------------------------------------------------------
+    def _validate_classification_data(self, X, y):
+        """Validate ``X, y``, fix ``classes_`` and return ``y`` as class indices."""
+        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE)
+        check_classification_targets(y)
+        if self.classes is None:
+            warnings.warn(
+                "classes is None: the label set is taken from the private "
+                "training labels (classes_ = unique(y)), so a label held by one "
+                "record can appear in the output range. Pass the public label "
+                "set as `classes`.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            classes = np.unique(y)
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            if classes.ndim != 1 or classes.size == 0:
+                raise ValueError("classes must be a non-empty 1-D array of labels.")
+            unseen = np.setdiff1d(np.unique(y), classes)
+            if unseen.size:
+                raise ValueError(
+                    f"y contains {unseen.size} label(s) that are not in the given "
+                    "`classes`; every training label must be one of `classes`."
+                )
+        self.classes_ = classes
+        return X, np.searchsorted(classes, y).astype(np.int64)
+
+    def _check_epsilon_delta(self, n_samples, *, delta_positive):
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
+        delta = getattr(self, "delta", 0.0)
+        if delta_positive and not (0 < delta < 1):
+            raise ValueError(
+                f"delta must be in (0, 1) for {type(self).__name__}, got {delta!r}."
+            )
+        if delta > 0 and delta >= 1.0 / n_samples:
+            warnings.warn(
+                f"delta={delta:g} is not below 1/n_samples={1.0 / n_samples:g}: "
+                "a mechanism could then publish a whole record with probability "
+                "delta. Choose delta well below 1/n.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _resolve_n_estimators(self, n_samples):
+        if self.n_estimators == "auto":
+            return max(1, n_samples // self.min_samples_per_shard)
+        if self.n_estimators > n_samples:
+            raise ValueError(
+                f"n_estimators={self.n_estimators} needs at least one row per "
+                f"shard, but n_samples={n_samples}."
+            )
+        return int(self.n_estimators)
+
+    # -- budget --------------------------------------------------------------
+    def _get_accountant(self, epsilon, delta):
+        if self.accountant is None:
+            return PrivacyAccountant._for_model(epsilon, delta)
+        return self.accountant
+
+    def _check_budget_available(self, accountant, events):
+        """Refuse before training when a shared budget cannot pay for the fit."""
+        epsilon = math.fsum(e.epsilon * e.count for e in events)
+        delta = math.fsum(e.delta * e.count for e in events)
+        if not accountant.can_spend(epsilon, delta):
+            remaining = accountant.remaining
+            raise BudgetExhaustedError(
+                f"the accountant cannot pay for this fit: it needs (epsilon="
+                f"{epsilon:.6g}, delta={delta:.3g}) and has (epsilon="
+                f"{remaining[0]:.6g}, delta={remaining[1]:.3g}) left.",
+                spends=accountant.events,
+            )
+
+    # -- teachers ------------------------------------------------------------
+    def _fit_teacher_ensemble(self, X, y_encoded, n_estimators, *, classifier=True):
+        rng = check_random_state(self.random_state)
+        shards = partition_indices(X.shape[0], n_estimators, rng)
+        seeds = teacher_seeds(rng, n_estimators)
+        self.estimators_ = fit_teachers(
+            clone(self._base_estimator()),
+            X,
+            y_encoded,
+            shards,
+            seeds,
+            n_classes=len(self.classes_) if classifier else None,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
+        self.n_estimators_ = n_estimators
+
+    def _vote_counts(self, X):
+        """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X`` (chunked)."""
+        n_classes = len(self.classes_)
+        counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
+        for rows, predictions in teacher_outputs(self.estimators_, X, "predict"):
+            counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
+        return counts
+
+    def _validate_query(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE)
+
+
+def check_abstain_label(abstain_label, classes, needed_by):
+    """``abstain_label`` must be given, outside ``classes`` and of the same kind."""
+    if abstain_label is None:
+        raise ValueError(
+            f"abstain_label must be set when {needed_by}: it is the answer "
+            "returned for queries the model abstains on."
+        )
+    numeric_classes = classes.dtype.kind in "biuf"
+    is_number = isinstance(abstain_label, (Real, np.number)) and not isinstance(
+        abstain_label, (bool, np.bool_)
+    )
+    if numeric_classes != is_number:
+        raise TypeError(
+            f"abstain_label={abstain_label!r} must have the same type as the "
+            f"class labels ({'numbers' if numeric_classes else 'strings'})."
+        )
+    if np.any(classes == abstain_label):
+        raise ValueError(
+            f"abstain_label={abstain_label!r} is one of the classes; it must be "
+            "a value that no real answer can take."
+        )
+
+
+def output_dtype(classes, abstain_label):
+    if abstain_label is None:
+        return classes.dtype
+    return np.result_type(classes, np.asarray([abstain_label]))
