@@ -13,6 +13,8 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpsklearn.calibration import (
     SparseVectorCalibration,
@@ -494,3 +496,38 @@ def test_per_query_memoised_and_validated():
         per_query_epsilon(1.0, 1e-5, 10, release="gaussian")
     with pytest.raises(ValueError, match="'auto', 'basic', 'zcdp'"):
         per_query_epsilon(1.0, 1e-5, 10, calibration="paper")
+
+
+# --------------------------------------------------------------------------
+# Property-based checks over random budgets
+# --------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(
+    epsilon=st.floats(0.01, 300.0),
+    log10_delta=st.floats(-12.0, -1.0),
+    cutoff=st.integers(1, 3000),
+)
+def test_calibration_invariants_random(epsilon, log10_delta, cutoff):
+    delta = 10.0**log10_delta
+    cands = sparse_vector_candidates(epsilon, delta, cutoff)
+    admissible = [c for c in cands.values() if c is not None]
+    auto = calibrate_sparse_vector(epsilon, delta, cutoff)
+    assert auto.threshold == min(c.threshold for c in admissible)
+    for cal in admissible:
+        share = 1.0 if cal.name == "pure" else 0.5
+        assert cutoff * cal.tail_probability <= share * delta
+        assert cal.tail_probability <= stability_tail_bound(
+            cal.noise_scale, cal.threshold
+        )
+    exact = cands["exact"]
+    assert kov_delta(exact.per_instance_epsilon, cutoff, epsilon) <= delta / 2
+    assert exact.noise_scale <= cands["pure"].noise_scale * (1 + 1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lam=st.floats(0.01, 1e5), w=st.floats(-1e3, 1e6))
+def test_tail_probability_in_unit_interval_and_below_bound(lam, w):
+    p = stability_tail_probability(lam, w)
+    assert 0.0 <= p <= 1.0
+    assert p <= stability_tail_bound(lam, w) * (1 + 1e-13)
