@@ -322,25 +322,25 @@ def _rows_key(outputs):
     return flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
 
 
-def _describe_values(values, n_max=6):
-    vals = list(values[:n_max])
+def _describe_values(values, row_dtype=None, n_max=6):
     shown = []
-    for v in vals:
-        if isinstance(v, (bytes, np.void)):
-            shown.append("<row>")
+    for v in values[:n_max]:
+        if row_dtype is not None:  # a row stored as raw bytes: decode it
+            row = np.frombuffer(bytes(v), dtype=row_dtype)
+            shown.append("(" + ", ".join(repr(x.item()) for x in row) + ")")
         else:
             shown.append(repr(v.item() if hasattr(v, "item") else v))
     more = "" if len(values) <= n_max else f", ... ({len(values)} values)"
     return "{" + ", ".join(shown) + more + "}"
 
 
-def _set_event(values, n_selection):
+def _set_event(values, n_selection, row_dtype=None):
     values = np.array(values)
 
     def fn(outputs, _values=values):
         return np.isin(_rows_key(outputs), _values)
 
-    desc = f"output in {_describe_values(values)}"
+    desc = f"output in {_describe_values(values, row_dtype)}"
     if n_selection:
         desc += f" (chosen on {n_selection} selection runs per neighbour)"
     return _Event(desc, fn)
@@ -369,19 +369,28 @@ def _threshold_event(threshold, upper, n_selection):
 def _auto_candidates(out_0, out_1, max_set_values, max_thresholds):
     """Candidate events with their counts on the selection runs.
 
-    Yields (count_0, count_1, factory) arrays where factory(i) builds event i.
-    Families: for scalar numeric outputs, thresholds ``x <= t`` and ``x >=
-    t``; for outputs with at most ``max_set_values`` distinct values, the
-    super-level sets of the estimated likelihood ratio (in both directions),
-    which contain the Neyman-Pearson optimal events.
+    Returns a list of families ``(count_0, count_1, n, factory)``: counts of
+    each candidate on ``n`` selection runs per neighbour, and ``factory(i)``
+    builds candidate ``i``. Families: for scalar numeric outputs, thresholds
+    ``x <= t`` and ``x >= t`` (counted on all selection runs); for outputs
+    with at most ``max_set_values`` distinct values, the super-level sets of
+    the likelihood ratio in both directions, which contain the
+    Neyman-Pearson optimal events. The ratio is estimated on the first half
+    of the selection runs and the sets are counted on the second half: a set
+    ranked and counted on the same runs would favour values that are
+    frequent on one side by chance, and its selection score would overstate
+    its power.
     """
     k0, k1 = _rows_key(out_0), _rows_key(out_1)
+    n_sel = k0.size
+    out_0 = np.asarray(out_0)
+    row_dtype = out_0.dtype if out_0.ndim > 1 else None
     values, inverse = np.unique(np.concatenate([k0, k1]), return_inverse=True)
     inverse = inverse.reshape(-1)
-    c0 = np.bincount(inverse[: k0.size], minlength=values.size)
-    c1 = np.bincount(inverse[k0.size :], minlength=values.size)
+    inv0, inv1 = inverse[:n_sel], inverse[n_sel:]
+    c0 = np.bincount(inv0, minlength=values.size)
+    c1 = np.bincount(inv1, minlength=values.size)
     families = []
-    n_sel = k0.size
     scalar_numeric = np.asarray(out_0).ndim == 1 and values.dtype.kind in "iufb"
     if scalar_numeric and values.size > 1:
         # thresholds at (a subsample of) the distinct values, sorted ascending
@@ -390,28 +399,38 @@ def _auto_candidates(out_0, out_1, max_set_values, max_thresholds):
             idx = np.unique(np.linspace(0, values.size - 1, max_thresholds).astype(int))
         cum0, cum1 = np.cumsum(c0), np.cumsum(c1)
         le0, le1 = cum0[idx], cum1[idx]  # x <= values[idx]
-        ge0 = k0.size - np.r_[0, cum0][idx]  # x >= values[idx]
-        ge1 = k1.size - np.r_[0, cum1][idx]
+        ge0 = n_sel - np.r_[0, cum0][idx]  # x >= values[idx]
+        ge1 = n_sel - np.r_[0, cum1][idx]
         thr = values[idx]
         families.append(
-            (le0, le1, lambda i, thr=thr: _threshold_event(thr[i], False, n_sel))
+            (le0, le1, n_sel, lambda i, thr=thr: _threshold_event(thr[i], False, n_sel))
         )
         families.append(
-            (ge0, ge1, lambda i, thr=thr: _threshold_event(thr[i], True, n_sel))
+            (ge0, ge1, n_sel, lambda i, thr=thr: _threshold_event(thr[i], True, n_sel))
         )
-    if values.size <= max_set_values:
-        # Laplace-smoothed ratio only orders the values; counts stay exact.
-        ratio = (c0 + 0.5) / (c1 + 0.5)
+    half = n_sel // 2
+    if values.size <= max_set_values and half >= 1:
+        rank0 = np.bincount(inv0[:half], minlength=values.size)
+        rank1 = np.bincount(inv1[:half], minlength=values.size)
+        count0 = np.bincount(inv0[half:], minlength=values.size)
+        count1 = np.bincount(inv1[half:], minlength=values.size)
+        # smoothed ratio: values unseen in the ranking half sit at ratio 1
+        ratio = (rank0 + 0.5) / (rank1 + 0.5)
         for order in (
             np.argsort(-ratio, kind="stable"),
             np.argsort(ratio, kind="stable"),
         ):
-            s0, s1 = np.cumsum(c0[order]), np.cumsum(c1[order])
+            s0, s1 = np.cumsum(count0[order]), np.cumsum(count1[order])
+            if s0.size > 1:  # the full set is the sure event
+                s0, s1 = s0[:-1], s1[:-1]
             families.append(
                 (
-                    s0[:-1] if s0.size > 1 else s0,
-                    s1[:-1] if s1.size > 1 else s1,
-                    lambda i, order=order: _set_event(values[order[: i + 1]], n_sel),
+                    s0,
+                    s1,
+                    n_sel - half,
+                    lambda i, order=order: _set_event(
+                        values[order[: i + 1]], n_sel, row_dtype
+                    ),
                 )
             )
     if not families:
@@ -680,10 +699,10 @@ def _select_event(
         out_0 = _concat(list(_run(mechanism, 0, n_sel, rng, batch_size)))
         out_1 = _concat(list(_run(mechanism, 1, n_sel, rng, batch_size)))
         best = (-np.inf, -np.inf, None)
-        for c0, c1, factory in _auto_candidates(
+        for c0, c1, n, factory in _auto_candidates(
             out_0, out_1, max_set_values, max_thresholds
         ):
-            b0, b1 = _directional_bounds(c0, n_sel, c1, n_sel, delta, alpha_each)
+            b0, b1 = _directional_bounds(c0, n, c1, n, delta, alpha_each)
             score = np.maximum(b0, b1)
             # tie-break on the point estimate (smoothed), so a selection that
             # finds no evidence still prefers the most promising event

@@ -1,0 +1,140 @@
+"""Known-bad variants of dpsklearn's mechanisms for the audit to catch (issue 6, 3).
+
+Each function here is a plausible implementation mistake that breaks the
+claimed guarantee. They live in the tests, never in the package: the audit in
+``tests/test_audit.py`` must flag every one of them (``epsilon_lower >
+claimed epsilon`` at the audit's stated confidence), which is the evidence
+that the audit has teeth.
+
+* :func:`soft_majority_double` -- seed 000's soft majority sampling
+  ``P(r) ~ exp(epsilon count_r)`` instead of ``exp(epsilon count_r / 2)``
+  (SPEC 2.3: the exponential mechanism divides by ``2 Delta_u``); leaks
+  up to ``2 epsilon``.
+* :func:`laplace_half_scale`, :func:`grid_laplace_half_scale` -- Laplace noise
+  with half the scale the sensitivity needs; leak ``2 epsilon``.
+* :func:`grid_laplace_no_rounding_unit` -- grid Laplace that forgets that
+  rounding to the grid can add one unit of sensitivity (SPEC 1, Floating
+  point: ``floor(Delta/g) + 1``); leaks ``(floor(Delta/g) + 1) /
+  floor(Delta/g)`` times epsilon at the worst rounding.
+* :func:`seed_distance` -- seed 002's ``max(0, top - second - 1)``, which has
+  sensitivity 2 under replace-one (SPEC 2.2); fed to a sparse vector engine
+  calibrated for sensitivity 1 it leaks up to ``2 eps0``.
+* :func:`sparse_vector_small_query_noise` -- AboveThreshold at ``T = 1`` with
+  query noise ``DLap(lam)`` instead of ``DLap(2 lam)`` (SPEC 2.4).
+* :func:`sparse_vector_releasing_noisy_score` -- a sparse vector that
+  releases the noisy score ``q + DLap(2 lam)`` of a passing query instead of
+  only the pass; each released score costs ``eps0 / 4`` more.
+
+All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpsklearn.noise import discrete_laplace, grid_laplace
+
+
+def soft_majority_double(counts, epsilon, *, rng):
+    """Soft majority with ``P(r) ~ exp(epsilon counts_r)`` (the factor 1/2 dropped).
+
+    Parameters
+    ----------
+    counts : array-like of shape (n_runs, n_classes)
+    epsilon : float
+        The epsilon the variant *claims*.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    labels : int64 ndarray of shape (n_runs,)
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    # Gumbel-max on log-weights epsilon * count: exactly exp(epsilon count).
+    return np.argmax(epsilon * counts + rng.gumbel(size=counts.shape), axis=-1)
+
+
+def laplace_half_scale(values, sensitivity, epsilon, *, rng):
+    """Textbook floating-point Laplace with scale ``sensitivity / (2 epsilon)``.
+
+    Twice wrong: half the scale, and a float draw (SPEC 1). The audit catches
+    the first; the noise-hygiene scan keeps the second out of the package.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    return values + rng.laplace(0.0, sensitivity / (2.0 * epsilon), size=values.shape)
+
+
+def grid_laplace_half_scale(values, sensitivity, epsilon, *, rng, grid_step=None):
+    """Grid Laplace with half the needed scale (``2 epsilon`` for ``epsilon``)."""
+    return grid_laplace(
+        values, sensitivity, 2.0 * epsilon, rng=rng, grid_step=grid_step
+    )
+
+
+def grid_laplace_no_rounding_unit(values, sensitivity, epsilon, *, rng, grid_step):
+    """Grid Laplace with ``floor(Delta/g)`` grid units, not ``floor(Delta/g) + 1``."""
+    values = np.asarray(values, dtype=np.float64)
+    units = math.floor(sensitivity / grid_step)
+    on_grid = np.rint(values / grid_step).astype(np.int64)
+    noise = discrete_laplace(units / epsilon, size=values.shape, rng=rng)
+    return (on_grid + noise).astype(np.float64) * grid_step
+
+
+def seed_distance(counts):
+    """Seed 002's ``max(0, top - second - 1)``: sensitivity 2 under replace-one.
+
+    Parameters
+    ----------
+    counts : array-like of shape (..., n_classes)
+
+    Returns
+    -------
+    dist : int64 ndarray of shape (...)
+    """
+    counts = np.sort(np.asarray(counts, dtype=np.int64), axis=-1)
+    top = counts[..., -1]
+    second = counts[..., -2] if counts.shape[-1] > 1 else np.zeros_like(top)
+    return np.maximum(0, top - second - 1)
+
+
+def _first_fail(scores, threshold, lam, query_scale, n_runs, rng):
+    """T = 1 sparse vector runs: noisy threshold and query noise per run."""
+    scores = np.asarray(scores, dtype=np.int64)
+    noisy_threshold = threshold + discrete_laplace(lam, size=(n_runs, 1), rng=rng)
+    query_noise = discrete_laplace(query_scale, size=(n_runs, scores.size), rng=rng)
+    noisy_scores = scores + query_noise
+    fails = noisy_scores <= noisy_threshold
+    # index of the first fail; scores.size when every query passes
+    first = np.where(fails.any(axis=1), fails.argmax(axis=1), scores.size)
+    return first, noisy_scores
+
+
+def sparse_vector_small_query_noise(scores, threshold, lam, n_runs, *, rng):
+    """AboveThreshold at ``T = 1`` with query noise ``DLap(lam)``, not ``DLap(2 lam)``.
+
+    Returns
+    -------
+    first_fail : int64 ndarray of shape (n_runs,)
+        Index of the query that halted the engine (``len(scores)`` if none).
+    """
+    first, _ = _first_fail(scores, threshold, lam, lam, n_runs, rng)
+    return first
+
+
+def sparse_vector_releasing_noisy_score(scores, threshold, lam, n_runs, *, rng):
+    """AboveThreshold at ``T = 1`` that also releases each passing query's noisy score.
+
+    Returns
+    -------
+    released : int64 ndarray of shape (n_runs, len(scores) + 1)
+        Column 0 is the first-fail index (as in the correct engine); column
+        ``1 + i`` is query ``i``'s noisy score ``q_i + DLap(2 lam)`` when it
+        passed before the halt, and a sentinel (``iinfo.min``) otherwise.
+    """
+    scores = np.asarray(scores, dtype=np.int64)
+    first, noisy_scores = _first_fail(scores, threshold, lam, 2.0 * lam, n_runs, rng)
+    released_mask = np.arange(scores.size) < first[:, None]
+    shown = np.where(released_mask, noisy_scores, np.iinfo(np.int64).min)
+    return np.column_stack([first, shown])
