@@ -730,21 +730,50 @@ def test_bad_engine_releasing_noisy_score_is_caught():
 # ---------------------------------------------------------------------------
 
 
+_NUMPY_SAMPLER_CLASSES = {"Generator", "RandomState"}
+
+
 def float_laplace_uses(source: str):
     """Lines of ``source`` that use a floating-point Laplace sampler.
 
-    Flags the name ``laplace`` in code (``rng.laplace(``,
-    ``np.random.laplace(``, ``random.laplace``, ``scipy.stats.laplace``,
-    ``from numpy.random import laplace``) and ``getattr(x, "laplace")``;
-    ignores comments, docstrings and other strings (a mechanism *named*
-    "laplace" is fine) and the names ``discrete_laplace``/``grid_laplace``.
+    Flags, in code (not comments, docstrings or other strings):
+
+    * attribute access ``<x>.laplace`` on an object, such as ``rng.laplace(``,
+      ``self.rng.laplace(``, ``np.random.laplace(``, ``random.laplace(``,
+      ``stats.laplace``, ``default_rng().laplace(``,
+      ``np.random.Generator.laplace(``;
+    * the bare name ``laplace``: ``from numpy.random import laplace``, a call
+      ``laplace(...)``;
+    * ``getattr(x, "laplace")``.
+
+    Not flagged: ``discrete_laplace``/``grid_laplace`` (other names), a
+    mechanism *named* ``"laplace"`` (a string), a method *defined* as ``def
+    laplace`` and called on a class (``PrivacyEvent.laplace(...)``,
+    ``cls.laplace``, ``self.laplace``: constructors of accounting events,
+    not samplers).
     """
     hits = []
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    tokens = [
+        t
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)
+    ]
     for i, tok in enumerate(tokens):
         if tok.type == tokenize.NAME and tok.string == "laplace":
+            prev = tokens[i - 1] if i >= 1 else None
+            if prev is not None and prev.string == "def":
+                continue  # a definition, not a draw
+            if prev is not None and prev.string == ".":
+                recv = tokens[i - 2] if i >= 2 else None
+                if (
+                    recv is not None
+                    and recv.type == tokenize.NAME
+                    and recv.string not in _NUMPY_SAMPLER_CLASSES
+                    and (recv.string[0].isupper() or recv.string in ("cls", "self"))
+                ):
+                    continue  # a classmethod such as PrivacyEvent.laplace
             hits.append(tok.start[0])
-        if (
+        elif (
             tok.type == tokenize.NAME
             and tok.string == "getattr"
             and any(
@@ -765,6 +794,11 @@ def test_hygiene_scanner_flags_float_laplace():
         "f = rng.laplace",
         "from scipy import stats\nx = stats.laplace.rvs()",
         "x = getattr(rng, 'laplace')(0, 1)",
+        "x = self.rng.laplace(scale=2.0)",
+        "x = np.random.default_rng(0).laplace(0, 1)",
+        "x = np.random.Generator.laplace(rng, 0, 1)",
+        "from numpy.random import laplace as lap",
+        "x = laplace(0, 1)",
     ]
     for src in flagged:
         assert float_laplace_uses(src), src
@@ -774,6 +808,9 @@ def test_hygiene_scanner_flags_float_laplace():
         'kind = "laplace"  # rng.laplace( in a comment',
         'def f():\n    """Never call rng.laplace(0, 1)."""\n',
         "k = 'laplacian'",
+        "class E:\n    @classmethod\n    def laplace(cls, epsilon):\n        pass",
+        "events = [PrivacyEvent.laplace(0.01, count=1000)]",
+        "e = cls.laplace(1.0)",
     ]
     for src in clean:
         assert not float_laplace_uses(src), src
