@@ -15,11 +15,26 @@ Every released value in the package is computed from the primitives below
 * :class:`DiscreteLaplaceStream` -- discrete Laplace noise addressed by index,
   drawn lazily in chunks, so that the sparse vector engine's vectorised path
   and its sequential reference consume the same draws.
+* :func:`analytic_gaussian_sigma` -- the smallest Gaussian ``sigma`` that is
+  ``(epsilon, delta)``-DP at a given L2 sensitivity (the analytic Gaussian
+  mechanism of Balle and Wang 2018, valid at every epsilon, unlike the classic
+  ``sqrt(2 ln(1.25/delta)) Delta / epsilon`` that holds only for epsilon < 1).
+* :func:`grid_gaussian` and :func:`grid_high_dimensional_laplace` -- vector
+  releases with L2 sensitivity on a grid of step ``g``: the vector is rounded
+  to the grid (L2 sensitivity in grid units ``Delta/g + sqrt(d)``) and integer
+  noise is added, ``round(N(0, sigma^2 I))`` (:func:`rounded_gaussian`) for
+  ``(epsilon, delta)``-DP or ``round(Z)`` with ``Z`` the high-dimensional
+  Laplace (:func:`high_dimensional_laplace`, density ``~ exp(-epsilon ||z||_2
+  / Delta)``) for ``epsilon``-DP. Rounding the noise of an integer vector is
+  post-processing of the continuous mechanism, so the guarantee is the
+  continuous one (SPEC 3.5).
 
-Exactness caveat: numpy's geometric and Gumbel samplers work in floating
-point, so the distributions above are exact only up to about ``2**-53`` in
-probability. The guarantees are stated for the ideal distributions; the
-documentation states this caveat.
+Exactness caveat: numpy's geometric, Gumbel, normal and gamma samplers work
+in floating point, so the distributions above are exact only up to about
+``2**-53`` in probability. The guarantees are stated for the ideal
+distributions; the documentation states this caveat. The high-dimensional
+Laplace has no exact integer sampler at all (its rounded norm and direction
+come from floating-point normal and gamma draws).
 
 Every function takes the :class:`numpy.random.Generator` it draws from, so
 tests can pin noise. Estimators obtain theirs from :func:`make_noise_generators`,
@@ -28,22 +43,31 @@ seeded from OS entropy unless ``noise_random_state`` is set.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from numbers import Integral
 
 import numpy as np
+from scipy.special import log_ndtr
 
 from .exceptions import PrivacyLeakWarning
 
 __all__ = [
     "DiscreteLaplaceStream",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
     "default_grid_step",
     "discrete_laplace",
     "exponential_mechanism",
+    "grid_gaussian",
+    "grid_high_dimensional_laplace",
     "grid_laplace",
     "grid_units",
+    "high_dimensional_laplace",
+    "l2_grid_units",
     "make_noise_generators",
+    "rounded_gaussian",
     "truncated_geometric",
 ]
 
@@ -337,9 +361,15 @@ class DiscreteLaplaceStream:
             self._buffer_start = start
         have_until = self._buffer_start + self._buffer.size
         if stop > have_until:
-            n_new = max(stop - have_until, self.chunk_size)
-            fresh = discrete_laplace(self.scale, size=n_new, rng=self.rng)
-            self._buffer = np.concatenate([self._buffer, fresh])
+            # Always whole chunks of chunk_size: the draw for an index then
+            # depends on its position in its chunk only, not on how large the
+            # request was that first reached it.
+            n_chunks = -(-(stop - have_until) // self.chunk_size)
+            fresh = [
+                discrete_laplace(self.scale, size=self.chunk_size, rng=self.rng)
+                for _ in range(n_chunks)
+            ]
+            self._buffer = np.concatenate([self._buffer, *fresh])
         return self._buffer[start - self._buffer_start : stop - self._buffer_start]
 
     def __getstate__(self):
@@ -355,3 +385,323 @@ class DiscreteLaplaceStream:
         self.__dict__.update(state)
         if self.reseed_on_copy:
             self.rng = np.random.default_rng()
+
+
+# --------------------------------------------------------------------------
+# Vector releases with L2 sensitivity (SPEC 3.5: kernel ridge model release)
+# --------------------------------------------------------------------------
+
+
+def _check_delta_open(delta):
+    delta = float(delta)
+    if not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    return delta
+
+
+def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
+    """The exact ``delta`` of the Gaussian mechanism at ``epsilon``.
+
+    Balle and Wang (2018), Theorem 8: adding ``N(0, sigma^2 I)`` to a vector
+    of L2 sensitivity ``Delta`` is ``(epsilon, delta)``-DP if and only if
+    ``delta >= Phi(Delta/(2 sigma) - epsilon sigma/Delta)
+    - e^epsilon Phi(-Delta/(2 sigma) - epsilon sigma/Delta)``.
+    Evaluated in log space (``scipy.special.log_ndtr``), so ``e^epsilon``
+    never overflows.
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the noise (> 0).
+    epsilon : float
+        Target epsilon (> 0).
+    sensitivity : float, default=1.0
+        L2 sensitivity ``Delta`` (> 0).
+
+    Returns
+    -------
+    delta : float
+
+    Examples
+    --------
+    >>> from dpsklearn.noise import analytic_gaussian_delta
+    >>> round(analytic_gaussian_delta(1.0, 1.0), 4)
+    0.1269
+    """
+    sigma = _check_scale(sigma, "sigma")
+    epsilon = _check_scale(epsilon, "epsilon")
+    sensitivity = _check_scale(sensitivity, "sensitivity")
+    return _analytic_delta_unit(sigma / sensitivity, epsilon)
+
+
+def _analytic_delta_unit(sigma, epsilon):
+    # Sensitivity 1; delta = Phi(a) - e^eps Phi(-b), a = 1/(2s) - eps s,
+    # b = 1/(2s) + eps s. Written as Phi(a) (1 - e^(log term - log Phi(a))).
+    a = 0.5 / sigma - epsilon * sigma
+    b = 0.5 / sigma + epsilon * sigma
+    log_first = float(log_ndtr(a))
+    log_second = epsilon + float(log_ndtr(-b))
+    if log_second >= log_first:  # only by rounding: delta is then ~0
+        return 0.0
+    return math.exp(log_first) * -math.expm1(log_second - log_first)
+
+
+def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
+    """Smallest ``sigma`` making the Gaussian mechanism ``(epsilon, delta)``-DP.
+
+    The analytic Gaussian mechanism (Balle and Wang 2018, Algorithm 1 and
+    Theorem 8): ``delta(sigma)`` of :func:`analytic_gaussian_delta` decreases
+    in ``sigma``; bisection on ``log sigma`` finds the root, returned from the
+    safe side (``analytic_gaussian_delta(sigma, epsilon) <= delta``). Unlike
+    the classic ``Delta sqrt(2 ln(1.25/delta)) / epsilon``, it holds at every
+    ``epsilon > 0`` and is smaller. ``sigma`` scales linearly in ``Delta``;
+    the unit-sensitivity root is memoised.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon (finite, > 0).
+    delta : float
+        Target delta, in (0, 1).
+    sensitivity : float, default=1.0
+        L2 sensitivity ``Delta`` (> 0).
+
+    Returns
+    -------
+    sigma : float
+
+    Examples
+    --------
+    >>> import math
+    >>> from dpsklearn.noise import analytic_gaussian_sigma
+    >>> sigma = analytic_gaussian_sigma(0.5, 1e-5)
+    >>> bool(sigma < math.sqrt(2 * math.log(1.25 / 1e-5)) / 0.5)  # classic
+    True
+    """
+    epsilon = _check_scale(epsilon, "epsilon")
+    delta = _check_delta_open(delta)
+    sensitivity = _check_scale(sensitivity, "sensitivity")
+    return sensitivity * _analytic_sigma_unit(epsilon, delta)
+
+
+@functools.lru_cache(maxsize=1024)
+def _analytic_sigma_unit(epsilon, delta):
+    def ok(sigma):
+        return _analytic_delta_unit(sigma, epsilon) <= delta
+
+    hi = 1.0
+    while not ok(hi):
+        hi *= 2.0
+    lo = hi / 2.0
+    while ok(lo) and lo > 1e-300:
+        hi, lo = lo, lo / 2.0
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if not (lo < mid < hi) or hi / lo - 1.0 <= 1e-14:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def rounded_gaussian(sigma, size=None, *, rng: np.random.Generator):
+    """Integer noise ``round(N(0, sigma^2))`` (the grid Gaussian in grid units).
+
+    For an integer-valued vector ``a``, ``a + round(N)`` equals
+    ``round(a + N)``: a deterministic function of the Gaussian mechanism's
+    output, so it has exactly the Gaussian mechanism's ``(epsilon, delta)``
+    (post-processing). Exact up to numpy's floating-point normal sampler
+    (about ``2**-53``).
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the Gaussian before rounding (> 0).
+    size : int or tuple of int, optional
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    noise : int64 ndarray or numpy.int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import rounded_gaussian
+    >>> rounded_gaussian(3.0, size=4, rng=np.random.default_rng(0)).dtype
+    dtype('int64')
+    """
+    sigma = _check_scale(sigma, "sigma")
+    draws = rng.normal(0.0, sigma, size=size)
+    return np.rint(draws).astype(np.int64)[()]
+
+
+def high_dimensional_laplace(scale, dimension, size=None, *, rng):
+    """Draw ``Z`` in ``R^d`` with density proportional to ``exp(-||z||_2 / scale)``.
+
+    The direction is uniform on the sphere (a normalised standard normal
+    vector) and the norm is ``Gamma(d, scale)``, since the density of the norm
+    is proportional to ``r^(d-1) exp(-r / scale)``. Adding it to a vector of
+    L2 sensitivity ``Delta`` with ``scale = Delta / epsilon`` is
+    ``epsilon``-DP: ``||z|| - ||z - v|| <= ||v||``. There is no exact integer
+    sampler for this distribution; numpy's floating-point normal and gamma
+    draws make it exact only up to about ``2**-53``.
+
+    Parameters
+    ----------
+    scale : float
+        ``Delta / epsilon`` (> 0).
+    dimension : int
+        ``d`` (>= 1).
+    size : int or tuple of int, optional
+        Number (shape) of independent vectors; the result has shape
+        ``size + (d,)``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    z : float ndarray of shape ``size + (d,)``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import high_dimensional_laplace
+    >>> high_dimensional_laplace(1.0, 3, size=2, rng=np.random.default_rng(0)).shape
+    (2, 3)
+    """
+    scale = _check_scale(scale)
+    if isinstance(dimension, bool) or not isinstance(dimension, Integral):
+        raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}.")
+    if dimension < 1:
+        raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}.")
+    shape = () if size is None else tuple(np.atleast_1d(size).astype(int))
+    directions = rng.standard_normal(shape + (int(dimension),))
+    norms = np.linalg.norm(directions, axis=-1, keepdims=True)
+    while np.any(norms == 0):  # probability 0 in exact arithmetic
+        zero = norms[..., 0] == 0
+        directions[zero] = rng.standard_normal((int(zero.sum()), int(dimension)))
+        norms = np.linalg.norm(directions, axis=-1, keepdims=True)
+    radii = rng.gamma(float(dimension), scale, size=shape)
+    return directions / norms * np.asarray(radii)[..., None]
+
+
+def l2_grid_units(sensitivity: float, grid_step: float, n_coordinates: int) -> float:
+    """L2 sensitivity in grid units after rounding a vector to the grid (SPEC 3.5).
+
+    Rounding moves each of the ``d`` coordinates by at most half a unit, so
+    two rounded neighbours differ by at most one unit per coordinate more than
+    the exact ones: ``||round(v/g) - round(v'/g)||_2 <= Delta/g + sqrt(d)``.
+
+    Examples
+    --------
+    >>> from dpsklearn.noise import l2_grid_units
+    >>> l2_grid_units(1.0, 0.25, 4)
+    6.0
+    """
+    sensitivity = _check_scale(sensitivity, "sensitivity")
+    grid_step = _check_scale(grid_step, "grid_step")
+    return sensitivity / grid_step + math.sqrt(int(n_coordinates))
+
+
+def _vector_on_grid(values, sensitivity, grid_step):
+    sensitivity = _check_scale(sensitivity, "sensitivity")
+    if grid_step is None:
+        grid_step = default_grid_step(sensitivity)
+    grid_step = _check_scale(grid_step, "grid_step")
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 0:
+        values = values[None]
+    units = l2_grid_units(sensitivity, grid_step, values.shape[-1])
+    return np.rint(values / grid_step).astype(np.int64), grid_step, units
+
+
+def grid_gaussian(values, sensitivity, epsilon, delta, *, rng, grid_step=None):
+    """Release a vector of L2 sensitivity ``Delta`` on a grid, ``(epsilon, delta)``-DP.
+
+    The release is ``g * (round(v/g) + round(N(0, sigma_u^2 I)))`` with
+    ``sigma_u = analytic_gaussian_sigma(epsilon, delta, Delta/g + sqrt(d))``
+    (:func:`l2_grid_units`, :func:`analytic_gaussian_sigma`,
+    :func:`rounded_gaussian`). It is the analytic Gaussian mechanism on the
+    integer vector ``round(v/g)`` followed by rounding, so ``(epsilon,
+    delta)``-DP; no released float carries low-order bits of ``v``.
+
+    Parameters
+    ----------
+    values : array-like of shape (d,) or (k, d)
+        The vector(s); each row along the last axis is one release.
+    sensitivity : float
+        L2 sensitivity of one vector.
+    epsilon : float
+    delta : float
+        In (0, 1).
+    rng : numpy.random.Generator
+    grid_step : float, optional
+        Default :func:`default_grid_step` of ``sensitivity``.
+
+    Returns
+    -------
+    noisy : float ndarray, the shape of ``values`` (at least 1-D)
+    sigma : float
+        The noise standard deviation in the units of ``values``
+        (``g * sigma_u``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import grid_gaussian
+    >>> out, sigma = grid_gaussian(np.zeros(5), 1.0, 1.0, 1e-5,
+    ...                            rng=np.random.default_rng(0))
+    >>> out.shape
+    (5,)
+    """
+    on_grid, grid_step, units = _vector_on_grid(values, sensitivity, grid_step)
+    sigma_units = analytic_gaussian_sigma(epsilon, delta, units)
+    noise = rounded_gaussian(sigma_units, size=on_grid.shape, rng=rng)
+    return (on_grid + noise).astype(np.float64) * grid_step, sigma_units * grid_step
+
+
+def grid_high_dimensional_laplace(values, sensitivity, epsilon, *, rng, grid_step=None):
+    """Release a vector of L2 sensitivity ``Delta`` on a grid, ``epsilon``-DP.
+
+    The release is ``g * (round(v/g) + round(Z))`` with ``Z`` the
+    high-dimensional Laplace of scale ``(Delta/g + sqrt(d)) / epsilon``
+    (:func:`high_dimensional_laplace`, :func:`l2_grid_units`): the pure-DP
+    mechanism on the integer vector ``round(v/g)``, then rounding
+    (post-processing). Exact only up to about ``2**-53`` (floating-point
+    normal and gamma draws; there is no exact integer sampler).
+
+    Parameters
+    ----------
+    values : array-like of shape (d,) or (k, d)
+    sensitivity : float
+        L2 sensitivity of one vector.
+    epsilon : float
+    rng : numpy.random.Generator
+    grid_step : float, optional
+
+    Returns
+    -------
+    noisy : float ndarray, the shape of ``values`` (at least 1-D)
+    scale : float
+        The scale of the noise norm's Gamma distribution, in the units of
+        ``values`` (``g * units / epsilon``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import grid_high_dimensional_laplace
+    >>> out, scale = grid_high_dimensional_laplace(
+    ...     np.zeros(4), 1.0, 1.0, rng=np.random.default_rng(0))
+    >>> out.shape
+    (4,)
+    """
+    epsilon = _check_scale(epsilon, "epsilon")
+    on_grid, grid_step, units = _vector_on_grid(values, sensitivity, grid_step)
+    scale_units = units / epsilon
+    noise = high_dimensional_laplace(
+        scale_units, on_grid.shape[-1], size=on_grid.shape[:-1] or None, rng=rng
+    )
+    noisy = on_grid + np.rint(noise).astype(np.int64)
+    return noisy.astype(np.float64) * grid_step, scale_units * grid_step
