@@ -1,0 +1,149 @@
+"""How much does privacy add to prediction time? (issue 2)
+
+Ratio of ``SubsampleAggregateClassifier.predict`` (votes, distances, the
+sparse vector engine, noise) to the teachers' own evaluation (calling every
+teacher's ``predict`` on the same queries), both measured in this process,
+interleaved, median of several repeats. Setting: k = 100 LogisticRegression
+teachers on the bundled Adult data one-hot encoded (108 columns), 100,000
+queries, with epsilon and T chosen so that nearly every row passes the
+stability test (a speed test: the budget is not a recommendation).
+
+Usage::
+
+    python benchmarks/predict_overhead.py [--quick] [--out docs/benchmarks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn import config_context
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from dpsklearn import SubsampleAggregateClassifier
+from dpsklearn.datasets import load_adult
+from dpsklearn.demo import adult_encoder
+
+
+def load_queries(n_queries, seed=0):
+    train = load_adult(subset="train")
+    allrows = load_adult(subset="all")
+    encoder = adult_encoder(train).fit(train.data)
+    X_train = encoder.transform(train.data)
+    rng = np.random.RandomState(seed)
+    rows = rng.randint(allrows.data.shape[0], size=n_queries)
+    X_query = encoder.transform(allrows.data[rows])
+    return X_train, train.target, X_query, np.asarray(train.target_names)
+
+
+def fit_model(X_train, y_train, classes, n_estimators, epsilon, max_unstable):
+    model = SubsampleAggregateClassifier(
+        make_pipeline(StandardScaler(), LogisticRegression(max_iter=300)),
+        n_estimators=n_estimators,
+        epsilon=epsilon,
+        delta=1e-5,
+        max_unstable=max_unstable,
+        fallback="abstain",
+        abstain_label="abstain",
+        classes=classes,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X_train, y_train)
+
+
+def teachers_own_evaluation(model, X, assume_finite):
+    # assume_finite=True is the strict baseline: the private path validates X
+    # once and lets the teachers skip their own finiteness checks, so the
+    # baseline gets the same saving.
+    with config_context(assume_finite=assume_finite):
+        return [teacher.predict(X) for teacher in model.estimators_]
+
+
+def measure(n_queries, n_estimators, repeats, epsilon, max_unstable):
+    X_train, y_train, X_query, classes = load_queries(n_queries)
+    baseline_times, plain_times, private_times, failures = [], [], [], []
+    for _ in range(repeats):
+        # A fresh fit per repeat so every private run starts with a full budget;
+        # the fit itself is not timed.
+        model = fit_model(
+            X_train, y_train, classes, n_estimators, epsilon, max_unstable
+        )
+        start = time.perf_counter()
+        teachers_own_evaluation(model, X_query, assume_finite=True)
+        baseline_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        teachers_own_evaluation(model, X_query, assume_finite=False)
+        plain_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        _, abstained = model.predict(X_query, return_abstained=True)
+        private_times.append(time.perf_counter() - start)
+        failures.append(int(abstained.sum()))
+    baseline = float(np.median(baseline_times))
+    plain = float(np.median(plain_times))
+    private = float(np.median(private_times))
+    return {
+        "n_queries": n_queries,
+        "n_estimators": n_estimators,
+        "n_features": int(X_query.shape[1]),
+        "epsilon": epsilon,
+        "max_unstable": max_unstable,
+        "calibration": model.calibration_,
+        "threshold": round(model.threshold_, 3),
+        "repeats": repeats,
+        "failures": int(np.median(failures)),
+        "pass_fraction": 1 - float(np.median(failures)) / n_queries,
+        "teachers_own_seconds": baseline,
+        "teachers_own_validating_seconds": plain,
+        "private_predict_seconds": private,
+        "ratio": private / baseline,
+        "ratio_vs_validating_teachers": private / plain,
+        "goal": 1.10,
+    }
+
+
+def write(result, out_dir):
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "predict_overhead.json").write_text(json.dumps(result, indent=2))
+    lines = [
+        "# Private predict vs the teachers' own evaluation",
+        "",
+        "| queries | k | features | epsilon | T | calibration | pass fraction | "
+        "failures | teachers' own (s) | private predict (s) | ratio | "
+        "ratio vs teachers validating their input | goal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| {n_queries} | {n_estimators} | {n_features} | {epsilon:g} | "
+        "{max_unstable} | {calibration} | {pass_fraction:.4f} | {failures} | "
+        "{teachers_own_seconds:.3f} | "
+        "{private_predict_seconds:.3f} | {ratio:.3f} | "
+        "{ratio_vs_validating_teachers:.3f} | <= {goal} |".format(**result),
+        "",
+    ]
+    (out_dir / "predict_overhead.md").write_text("\n".join(lines))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="10,000 queries, 3 repeats"
+    )
+    parser.add_argument("--out", default="docs/benchmarks")
+    args = parser.parse_args(argv)
+    n_queries, repeats = (10_000, 3) if args.quick else (100_000, 5)
+    result = measure(n_queries, 100, repeats, epsilon=1e7, max_unstable=5000)
+    print(json.dumps(result, indent=2))
+    write(result, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
