@@ -312,11 +312,14 @@ class DiscreteLaplaceStream:
     """Discrete Laplace draws addressed by a non-decreasing index.
 
     ``stream(start, stop)`` returns the draws for indices ``start..stop-1``.
-    The draw for an index is fixed once made, whatever the pattern of calls,
-    so a vectorised consumer that looks ahead and a sequential consumer see
-    the same noise. Draws are made lazily in chunks: a consumer that stops
-    early never pays for noise it does not use. Indices below the oldest
-    retained one may not be requested again (the stream only moves forward).
+    Draws are made lazily, always in whole chunks of ``chunk_size``, so the
+    draw for an index depends only on the generator and the index, whatever
+    the pattern of calls (as long as no index is skipped: skipped indices are
+    never drawn, and a request after a gap starts a new chunk there). A
+    vectorised consumer that looks ahead and a sequential consumer therefore
+    see the same noise, and a consumer that stops early never pays for noise
+    it does not use. Indices below the oldest retained one may not be
+    requested again (the stream only moves forward).
 
     A copy made by pickle or :func:`copy.deepcopy` drops its unused draws and,
     when ``reseed_on_copy`` is true, reseeds from OS entropy, so that a copy
