@@ -67,6 +67,7 @@ __all__ = [
     "high_dimensional_laplace",
     "l2_grid_units",
     "make_noise_generators",
+    "project_to_simplex",
     "rounded_gaussian",
     "truncated_geometric",
 ]
@@ -708,3 +709,43 @@ def grid_high_dimensional_laplace(values, sensitivity, epsilon, *, rng, grid_ste
     )
     noisy = on_grid + np.rint(noise).astype(np.int64)
     return noisy.astype(np.float64) * grid_step, scale_units * grid_step
+
+
+def project_to_simplex(values):
+    """Euclidean projection of each row onto the probability simplex.
+
+    Post-processing for noisy probability vectors (SPEC 3.3, ``predict_proba``):
+    the result of row ``v`` is ``max(v - tau, 0)`` with the ``tau`` that makes
+    it sum to one (Held, Wolfe and Crowder 1974; Duchi et al. 2008), found by
+    sorting each row, vectorised over rows. It uses no data, so it costs no
+    privacy.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_coordinates,) or (n_rows, n_coordinates)
+
+    Returns
+    -------
+    projected : float ndarray of the same shape
+        Non-negative rows that sum to one.
+
+    Examples
+    --------
+    >>> from dpsklearn.noise import project_to_simplex
+    >>> project_to_simplex([[0.5, 0.7, -0.4], [2.0, 0.0, 0.0]]).tolist()
+    [[0.4, 0.6, 0.0], [1.0, 0.0, 0.0]]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rows = np.atleast_2d(values)
+    if rows.ndim != 2 or rows.shape[-1] == 0:
+        raise ValueError("project_to_simplex needs rows of at least one coordinate.")
+    n = rows.shape[1]
+    descending = -np.sort(-rows, axis=1)
+    cumulative = np.cumsum(descending, axis=1) - 1.0
+    index = np.arange(1, n + 1, dtype=np.float64)
+    # rho: the largest j with descending_j - (cumsum_j - 1) / j > 0 (j >= 1 always).
+    support = descending - cumulative / index > 0
+    rho = n - 1 - np.argmax(support[:, ::-1], axis=1)
+    tau = cumulative[np.arange(rows.shape[0]), rho] / (rho + 1.0)
+    projected = np.maximum(rows - tau[:, None], 0.0)
+    return projected.reshape(values.shape)
