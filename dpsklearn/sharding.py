@@ -23,6 +23,7 @@ __all__ = [
     "ConstantTeacher",
     "fit_teachers",
     "partition_indices",
+    "teacher_class_probabilities",
     "teacher_outputs",
     "teacher_seeds",
 ]
@@ -173,3 +174,50 @@ def teacher_outputs(teachers, X, method="predict", *, width=1):
         for rows in _query_chunks(n_queries, len(teachers), width):
             X_chunk = X[rows]
             yield rows, np.stack([getattr(t, method)(X_chunk) for t in teachers])
+
+
+def _class_columns(teacher, n_columns):
+    classes = getattr(teacher, "classes_", None)
+    if classes is None:
+        return np.arange(n_columns)
+    return np.asarray(classes, dtype=np.int64)
+
+
+def teacher_class_probabilities(teachers, X, n_classes):
+    """Yield ``(row_slice, probabilities)`` per query chunk, on the global classes.
+
+    Teachers are fitted on class *indices* into the global ``classes_``; a
+    teacher whose shard missed some classes has fewer ``predict_proba``
+    columns. Its columns are placed at its ``classes_`` (class indices), the
+    missing classes getting probability 0, so every teacher's row has
+    ``n_classes`` entries (SPEC 2.1).
+
+    Parameters
+    ----------
+    teachers : list of fitted classifiers with ``predict_proba``
+    X : ndarray of shape (n_queries, n_features)
+    n_classes : int
+
+    Yields
+    ------
+    rows : slice
+    probabilities : float ndarray of shape (n_teachers, chunk_rows, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.sharding import ConstantTeacher, teacher_class_probabilities
+    >>> teachers = [ConstantTeacher(0, 3), ConstantTeacher(2, 3)]
+    >>> rows, proba = next(teacher_class_probabilities(teachers, np.zeros((2, 1)), 3))
+    >>> proba.shape, proba[1, 0].tolist()
+    ((2, 2, 3), [0.0, 0.0, 1.0])
+    """
+    n_queries = X.shape[0]
+    with config_context(assume_finite=True):
+        for rows in _query_chunks(n_queries, len(teachers), n_classes):
+            X_chunk = X[rows]
+            out = np.zeros((len(teachers), X_chunk.shape[0], n_classes))
+            for index, teacher in enumerate(teachers):
+                proba = np.asarray(teacher.predict_proba(X_chunk), dtype=np.float64)
+                out[index][:, _class_columns(teacher, proba.shape[1])] = proba
+            yield rows, out
