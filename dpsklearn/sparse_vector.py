@@ -149,6 +149,101 @@ class SparseVectorEngine:
         self.n_queries += position
         return passed[:position], position
 
+    def _next_failure(self, scores, start, base):
+        """Index of the next query at or after ``start`` that fails, or None.
+
+        The galloping (doubling) search of :meth:`run`, against the current
+        noisy threshold; query noise is addressed by global query index.
+        """
+        m = scores.shape[0]
+        window = _INITIAL_WINDOW
+        while start < m:
+            stop = min(m, start + window)
+            noise = self.query_noise(base + start, base + stop)
+            hits = np.flatnonzero(scores[start:stop] + noise <= self._noisy_threshold)
+            if hits.size:
+                return start + int(hits[0])
+            start = stop
+            window *= 2
+        return None
+
+    def run_two_stage(self, first_scores, second_scores, second_query_noise):
+        """Two stability tests per query, the second on a failure (SPEC 3.4).
+
+        Seed 002, Algorithms 6 and 8, as SPEC 3.4 corrects them. Each query
+        is tested on its first score (query noise ``DLap(2 lam)`` from
+        ``query_noise``). On a pass the outcome is 0. On a fail, ``c += 1``
+        and a fresh threshold is drawn (always: the second test needs it,
+        even when ``c`` has just reached ``T``), and the second score is
+        tested against it with its own query noise ``second_query_noise``
+        (addressed by the same query index). A second pass gives outcome 1
+        (``c`` has grown by 1 in all); a second fail gives outcome 2, ``c``
+        grows by one more (2 in all) and the threshold is redrawn unless the
+        engine has halted. The engine halts after the query at which ``c``
+        reaches ``cutoff``; since the last query may add 2, ``c`` counts
+        failed tests and at most ``cutoff + 1`` thresholds are drawn, so the
+        engine must be calibrated for ``cutoff + 1`` draws.
+
+        Parameters
+        ----------
+        first_scores, second_scores : array-like of int, shape (m,)
+            Integer scores of sensitivity 1 (distances to instability of the
+            first and of the shifted histogram).
+        second_query_noise : callable
+            ``second_query_noise(start, stop)`` returns ``DLap(2 lam)`` draws
+            for query indices ``start .. stop-1``; only the indices of queries
+            that fail their first test are requested.
+
+        Returns
+        -------
+        outcome : int8 ndarray of shape (n_processed,)
+            0: first test passed; 1: first failed, second passed; 2: both failed.
+        n_processed : int
+            How many leading queries were tested (``m`` unless the engine
+            halted; then the query that reached the cutoff is the last one).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpsklearn.sparse_vector import SparseVectorEngine
+        >>> def zeros(start, stop):
+        ...     return np.zeros(stop - start, dtype=np.int64)
+        >>> engine = SparseVectorEngine(threshold=5.0, noise_scale=1.0, cutoff=3,
+        ...                             query_noise=zeros, threshold_noise=zeros)
+        >>> outcome, n = engine.run_two_stage([9, 0, 0, 9], [0, 9, 0, 9], zeros)
+        >>> outcome.tolist(), n, engine.abstention_count, engine.halted
+        ([0, 1, 2], 3, 3, True)
+        """
+        first = np.asarray(first_scores, dtype=np.int64).ravel()
+        second = np.asarray(second_scores, dtype=np.int64).ravel()
+        if first.shape != second.shape:
+            raise ValueError(
+                "first_scores and second_scores must have the same length."
+            )
+        m = first.shape[0]
+        outcome = np.zeros(m, dtype=np.int8)
+        base = self.n_queries  # global index of first[0]
+        position = 0
+        while position < m and not self.halted:
+            failure = self._next_failure(first, position, base)
+            if failure is None:
+                position = m
+                break
+            # First test failed: c += 1 and a fresh threshold for the second
+            # test (Algorithm 8, step 7), drawn even if c has reached T.
+            self.abstention_count += 1
+            self._noisy_threshold = self._draw_threshold()
+            index = base + failure
+            noise = np.asarray(second_query_noise(index, index + 1))
+            if second[failure] + int(noise[0]) > self._noisy_threshold:
+                outcome[failure] = 1
+            else:
+                outcome[failure] = 2
+                self._record_failure()  # c += 1; redraw unless halted
+            position = failure + 1
+        self.n_queries += position
+        return outcome[:position], position
+
     # The noisy threshold is as secret as the data: never shown.
     def __repr__(self):
         return (
