@@ -58,6 +58,7 @@ __all__ = [
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
     "default_grid_step",
+    "discrete_gaussian",
     "discrete_laplace",
     "exponential_mechanism",
     "grid_gaussian",
@@ -749,3 +750,79 @@ def project_to_simplex(values):
     tau = cumulative[np.arange(rows.shape[0]), rho] / (rho + 1.0)
     projected = np.maximum(rows - tau[:, None], 0.0)
     return projected.reshape(values.shape)
+
+
+# --------------------------------------------------------------------------
+# Discrete Gaussian (Canonne, Kamath and Steinke 2020): Gaussian noise on
+# integer scores (SPEC 3.1: Confident-GNMax's vote counts)
+# --------------------------------------------------------------------------
+
+
+def discrete_gaussian(sigma, size=None, *, rng: np.random.Generator):
+    """Draw discrete Gaussian noise ``P(z) ~ exp(-z^2 / (2 sigma^2))`` on the integers.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 3, vectorised: with
+    ``t = floor(sigma) + 1``, propose ``Y ~ DLap(t)`` (:func:`discrete_laplace`,
+    ``P(y) ~ exp(-|y|/t)``) and accept it with probability
+    ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``; accepted proposals have
+    exactly the discrete Gaussian distribution. Proposals
+    are drawn in batches for all outstanding entries at once (no Python loop
+    over entries); about 1.3 proposals are needed per draw for ``sigma >= 2``,
+    at most about 2.3 below.
+
+    Adding ``N_Z(0, sigma^2)`` independently to each coordinate of an integer
+    vector whose replace-one neighbours differ by an integer vector of L2
+    norm at most ``Delta`` is ``Delta^2 / (2 sigma^2)``-zCDP, i.e.
+    ``(alpha, alpha Delta^2 / (2 sigma^2))``-RDP at every order ``alpha``:
+    the same bound as the continuous Gaussian (CKS 2020 bound the Renyi
+    divergence of one coordinate at an integer shift; divergences of
+    independent coordinates add). So it is
+    accounted with the continuous Gaussian's RDP curve, never its PLD.
+
+    Exactness caveat (SPEC section 1): the proposal comes from numpy's
+    floating-point geometric sampler and the acceptance test compares a
+    floating-point uniform with ``exp(...)``, so the distribution is exact
+    only up to about ``2**-53`` per draw; CKS's fully exact sampler uses
+    rational arithmetic, which a vectorised numpy sampler cannot.
+
+    Parameters
+    ----------
+    sigma : float
+        The scale ``sigma > 0`` (the standard deviation is slightly below
+        ``sigma`` for small ``sigma`` and equal to it up to ``1e-10`` for
+        ``sigma >= 1``).
+    size : int or tuple of int, optional
+        Output shape; ``None`` returns a numpy scalar.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    noise : int64 ndarray or numpy.int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import discrete_gaussian
+    >>> z = discrete_gaussian(3.0, size=100_000, rng=np.random.default_rng(0))
+    >>> z.dtype, bool(abs(z.std() - 3.0) < 0.05), bool(abs(z.mean()) < 0.05)
+    (dtype('int64'), True, True)
+    """
+    sigma = _check_scale(sigma, "sigma")
+    shape = () if size is None else tuple(np.atleast_1d(size).astype(int))
+    n_total = int(np.prod(shape, dtype=np.int64))
+    t = math.floor(sigma) + 1
+    variance = sigma * sigma
+    out = np.empty(n_total, dtype=np.int64)
+    filled = 0
+    while filled < n_total:
+        need = n_total - filled
+        n_draw = int(need * 1.4) + 16
+        proposal = np.asarray(
+            discrete_laplace(float(t), size=n_draw, rng=rng), dtype=np.int64
+        )
+        gap = np.abs(proposal) - variance / t
+        accept = rng.random(n_draw) < np.exp(-(gap * gap) / (2.0 * variance))
+        accepted = proposal[accept][:need]
+        out[filled : filled + accepted.size] = accepted
+        filled += accepted.size
+    return out.reshape(shape)[()]
