@@ -51,11 +51,15 @@ import numpy as np
 from scipy.special import gammaln
 
 __all__ = [
+    "GAUSSIAN_CALIBRATIONS",
+    "GaussianCalibration",
     "PER_QUERY_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "SparseVectorCalibration",
+    "calibrate_confident_gnmax",
     "calibrate_sparse_vector",
     "drv_epsilon",
+    "gnmax_sigma",
     "kov_delta",
     "kov_epsilon",
     "kov_max_epsilon0",
@@ -824,3 +828,307 @@ def _per_query_cached(epsilon, delta, m, release, calibration):
 
 per_query_epsilon.cache_info = _per_query_cached.cache_info
 per_query_epsilon.cache_clear = _per_query_cached.cache_clear
+
+
+# --------------------------------------------------------------------------
+# Gaussian noisy argmax: GNMax and Confident-GNMax (SPEC 3.1, 3.3)
+# --------------------------------------------------------------------------
+
+#: Calibrations of the Gaussian mechanisms, in order of preference on ties.
+GAUSSIAN_CALIBRATIONS = ("rdp", "zcdp")
+
+# Replace-one sensitivities on vote counts (SPEC 3.1): one record changes one
+# teacher, which moves one vote from one class to another. The largest count
+# moves by at most 1; the count vector by (+1, -1), L2 norm sqrt(2).
+_TOP_COUNT_SENSITIVITY = 1.0
+_COUNT_VECTOR_SENSITIVITY = math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class GaussianCalibration:
+    """Noise scales of a Gaussian vote mechanism for its worst-case run.
+
+    Attributes
+    ----------
+    name : {"rdp", "zcdp"}
+        The conversion that certified the total: dp_accounting's RDP
+        accountant, or zCDP with ``epsilon = rho + 2 sqrt(rho ln(1/delta))``.
+    epsilon, delta : float
+        The total budget.
+    max_queries : int
+        ``m``: threshold checks (Confident-GNMax) or noisy argmaxes (GNMax)
+        charged.
+    max_answers : int
+        Noisy argmaxes charged (``max_queries`` for GNMax).
+    sigma_threshold : float or None
+        ``sigma1`` of the threshold check on the largest count
+        (``None`` for GNMax).
+    sigma_argmax : float
+        ``sigma2`` of the noisy argmax (every count).
+    rho : float
+        zCDP ``rho`` of the worst case, ``m / (2 sigma1^2) + A / sigma2^2``
+        (``A`` = ``max_answers``); the RDP curve is ``alpha * rho``.
+    certified_epsilon : float
+        The epsilon at ``delta`` that the named conversion gives for the
+        worst case (at most ``epsilon``).
+
+    Examples
+    --------
+    >>> from dpsklearn.calibration import calibrate_confident_gnmax
+    >>> cal = calibrate_confident_gnmax(8.0, 1e-5, 2000, 2000)
+    >>> cal.name, bool(cal.certified_epsilon <= 8.0)
+    ('rdp', True)
+    """
+
+    name: str
+    epsilon: float
+    delta: float
+    max_queries: int
+    max_answers: int
+    sigma_threshold: float | None
+    sigma_argmax: float
+    rho: float
+    certified_epsilon: float
+
+
+def _gaussian_dp_events(rho, m, answers, threshold_share):
+    """The worst-case Gaussian events and sigmas at a total ``rho``.
+
+    Confident-GNMax (``threshold_share > 0``): ``m`` threshold checks with
+    ``m / (2 sigma1^2) = share * rho`` and ``answers`` noisy argmaxes with
+    ``answers / sigma2^2 = (1 - share) * rho``. GNMax (``share = 0``):
+    ``answers`` noisy argmaxes with ``answers / sigma2^2 = rho``.
+    """
+    sigma2 = math.sqrt(answers / ((1.0 - threshold_share) * rho))
+    sigma1 = (
+        math.sqrt(m / (2.0 * threshold_share * rho)) if threshold_share > 0 else None
+    )
+    return sigma1, sigma2
+
+
+def _rdp_epsilon(sigma1, sigma2, m, answers, delta):
+    """Epsilon at ``delta`` of the worst case, from dp_accounting's RDP accountant."""
+    import dp_accounting as dpa
+
+    accountant = dpa.rdp.RdpAccountant(
+        neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
+    )
+    # GaussianDpEvent takes sigma / sensitivity; the replace-one sensitivities
+    # are fed directly (SPEC section 4).
+    if sigma1 is not None:
+        accountant.compose(
+            dpa.GaussianDpEvent(noise_multiplier=sigma1 / _TOP_COUNT_SENSITIVITY), m
+        )
+    accountant.compose(
+        dpa.GaussianDpEvent(noise_multiplier=sigma2 / _COUNT_VECTOR_SENSITIVITY),
+        answers,
+    )
+    return float(accountant.get_epsilon(delta))
+
+
+def _zcdp_epsilon(rho, delta):
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrate_gaussian_cached(epsilon, delta, m, answers, share, calibration, rtol):
+    names = GAUSSIAN_CALIBRATIONS if calibration == "auto" else (calibration,)
+    best = None
+    for name in names:
+        if name == "zcdp":
+            # Largest rho with rho + 2 sqrt(rho ln(1/delta)) <= epsilon, in the
+            # cancellation-free form (sqrt(L + eps) - sqrt(L))^2.
+            log_inv = math.log(1.0 / delta)
+            rho = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
+            rho *= 1.0 - 1e-12  # stay on the safe side of rounding
+
+            def certify(r):
+                return _zcdp_epsilon(r, delta)
+        else:
+
+            def certify(r):
+                s1, s2 = _gaussian_dp_events(r, m, answers, share)
+                return _rdp_epsilon(s1, s2, m, answers, delta)
+
+            # Bisection on log rho for the largest rho certified within
+            # epsilon (epsilon(rho) increases with rho).
+            lo = hi = 1.0
+            while certify(lo) > epsilon:
+                lo /= 4.0
+            while certify(hi) <= epsilon:
+                hi *= 4.0
+            lo = min(lo, hi / 4.0)
+            while hi / lo - 1.0 > rtol:
+                mid = math.sqrt(lo * hi)
+                if certify(mid) <= epsilon:
+                    lo = mid
+                else:
+                    hi = mid
+            rho = lo
+        sigma1, sigma2 = _gaussian_dp_events(rho, m, answers, share)
+        candidate = GaussianCalibration(
+            name=name,
+            epsilon=epsilon,
+            delta=delta,
+            max_queries=m,
+            max_answers=answers,
+            sigma_threshold=sigma1,
+            sigma_argmax=sigma2,
+            rho=rho,
+            certified_epsilon=certify(rho),
+        )
+        if best is None or candidate.rho > best.rho:
+            best = candidate
+    return best
+
+
+def _check_share(threshold_share):
+    if isinstance(threshold_share, bool) or not isinstance(threshold_share, Real):
+        raise ValueError(
+            f"threshold_share must be a real number in (0, 1), got {threshold_share!r}."
+        )
+    share = float(threshold_share)
+    if not 0.0 < share < 1.0:
+        raise ValueError(
+            f"threshold_share must be a real number in (0, 1), got {threshold_share!r}."
+        )
+    return share
+
+
+def calibrate_confident_gnmax(
+    epsilon,
+    delta,
+    max_queries,
+    max_answers,
+    *,
+    calibration="auto",
+    threshold_share=0.5,
+    rtol=1e-6,
+):
+    """Noise scales of Confident-GNMax for its worst case (SPEC 3.1).
+
+    Confident-GNMax (Papernot et al. 2018, "Scalable private learning with
+    PATE", Algorithm 1) answers a query only when the largest vote count plus
+    ``N(0, sigma1^2)`` clears a threshold, and then with the noisy argmax of
+    the counts plus ``N(0, sigma2^2)`` each. Replace-one moves one vote, so
+    the largest count has sensitivity 1 and the count vector L2 sensitivity
+    ``sqrt(2)``: a threshold check is ``1/(2 sigma1^2)``-zCDP and a noisy
+    argmax (post-processing of the noisy counts) ``1/sigma2^2``-zCDP, with
+    discrete Gaussian noise as with continuous (CKS 2020). The worst case
+    that the data cannot change charges every one of the ``m`` threshold
+    checks plus ``max_answers`` noisy argmaxes (the model halts after that
+    many answers), in total ``rho = m/(2 sigma1^2) + max_answers/sigma2^2``
+    and RDP ``alpha * rho`` at every order ``alpha``. A share
+    ``threshold_share`` of ``rho`` goes to the threshold checks.
+
+    ``"rdp"`` composes those Gaussian events in dp_accounting's
+    :class:`RdpAccountant` (replace-one sensitivities, SPEC section 4) and
+    finds the largest ``rho`` it certifies within ``(epsilon, delta)`` by
+    bisection (relative tolerance ``rtol`` on ``rho``, returned from the safe
+    side); ``"zcdp"`` uses ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun
+    and Steinke 2016) in closed form; ``"auto"`` takes the one with the
+    larger ``rho`` (smaller noise), nearly always ``"rdp"``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon of everything the model will release (finite, > 0).
+    delta : float
+        Total delta, in (0, 1).
+    max_queries : int
+        ``m``, the number of queries (threshold checks), >= 1. Part of the
+        guarantee.
+    max_answers : int
+        Noisy argmaxes the model pays for (it halts after that many
+        answers), in ``[1, max_queries]``.
+    calibration : {"auto", "rdp", "zcdp"}, default="auto"
+    threshold_share : float, default=0.5
+        Share of ``rho`` spent on the threshold checks, in (0, 1).
+    rtol : float, default=1e-6
+        Relative precision of the ``rho`` bisection.
+
+    Returns
+    -------
+    calibration : GaussianCalibration
+
+    Raises
+    ------
+    ValueError
+        Naming the bad parameter and its allowed values.
+
+    Notes
+    -----
+    Memoised on its inputs (``calibrate_confident_gnmax.cache_info()``).
+
+    Examples
+    --------
+    >>> from dpsklearn.calibration import calibrate_confident_gnmax
+    >>> cal = calibrate_confident_gnmax(2.0, 1e-5, 2000, 500)
+    >>> cal.name, round(cal.sigma_threshold), round(cal.sigma_argmax)
+    ('rdp', 136, 96)
+    """
+    epsilon = _check_epsilon(epsilon)
+    delta = _check_delta(delta, allow_zero=False)
+    m = _check_count(max_queries, "max_queries")
+    answers = _check_count(max_answers, "max_answers")
+    if answers > m:
+        raise ValueError(
+            f"max_answers must be at most max_queries={m}, got {answers!r}."
+        )
+    calibration = _check_choice(
+        calibration, ("auto", *GAUSSIAN_CALIBRATIONS), "calibration"
+    )
+    share = _check_share(threshold_share)
+    rtol = _check_positive_float(rtol, "rtol")
+    return _calibrate_gaussian_cached(
+        epsilon, delta, m, answers, share, calibration, rtol
+    )
+
+
+calibrate_confident_gnmax.cache_info = _calibrate_gaussian_cached.cache_info
+calibrate_confident_gnmax.cache_clear = _calibrate_gaussian_cached.cache_clear
+
+
+def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
+    """``sigma`` of GNMax: ``max_queries`` Gaussian noisy argmaxes within the budget.
+
+    GNMax (Papernot et al. 2018) answers every query with the argmax of the
+    vote counts plus ``N(0, sigma^2)`` each (discrete Gaussian in dpsklearn).
+    One record moves one vote, L2 sensitivity ``sqrt(2)``, so each answer is
+    ``1/sigma^2``-zCDP and ``m`` answers ``rho = m / sigma^2``; the largest
+    ``rho`` within ``(epsilon, delta)`` is found as in
+    :func:`calibrate_confident_gnmax` (dp_accounting RDP, or zCDP).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon (finite, > 0).
+    delta : float
+        Total delta, in (0, 1).
+    max_queries : int
+        ``m``, >= 1 (part of the guarantee).
+    calibration : {"auto", "rdp", "zcdp"}, default="auto"
+    rtol : float, default=1e-6
+
+    Returns
+    -------
+    sigma : float
+    name : str
+        The calibration used.
+
+    Examples
+    --------
+    >>> from dpsklearn.calibration import gnmax_sigma
+    >>> sigma, name = gnmax_sigma(1.0, 1e-5, 1000)
+    >>> name, round(sigma)
+    ('rdp', 181)
+    """
+    epsilon = _check_epsilon(epsilon)
+    delta = _check_delta(delta, allow_zero=False)
+    m = _check_count(max_queries, "max_queries")
+    calibration = _check_choice(
+        calibration, ("auto", *GAUSSIAN_CALIBRATIONS), "calibration"
+    )
+    rtol = _check_positive_float(rtol, "rtol")
+    cal = _calibrate_gaussian_cached(epsilon, delta, m, m, 0.0, calibration, rtol)
+    return cal.sigma_argmax, cal.name
