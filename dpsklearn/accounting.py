@@ -871,11 +871,18 @@ def calibrate_epsilon(
 
     if composition == "basic" or not fits(basic * (1 + 2 * rtol)):
         return basic
-    low, high = basic, epsilon
-    if fits(high):
-        return high
+    # Bracket by doubling from the basic split (cheap: PLD cost grows with the
+    # per-release epsilon), then bisect.
+    low = basic
+    while True:
+        high = min(2.0 * low, epsilon)
+        if not fits(high):
+            break
+        if high >= epsilon:
+            return epsilon
+        low = high
     while high - low > rtol * low:
-        mid = math.sqrt(low * high) if high > 2 * low else 0.5 * (low + high)
+        mid = 0.5 * (low + high)
         if fits(mid):
             low = mid
         else:
@@ -1038,7 +1045,7 @@ class PrivacyAccountant:
         sensitivity=None,
         scale=None,
     ):
-        """Atomically check and record a spend; raise, record nothing, if it won't fit.
+        """Atomic check-and-spend: record the release, or raise and record nothing.
 
         Parameters
         ----------
