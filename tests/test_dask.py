@@ -1,0 +1,146 @@
+"""Training teachers on a Dask cluster through joblib (issue 8 item 3, SPEC 2.1).
+
+A two-worker ``distributed.LocalCluster`` (separate processes, loopback only)
+fits the teachers under ``joblib.parallel_config(backend="dask")``; the fitted
+model must vote exactly as a local fit with the same ``random_state``, and
+each task must carry only its own shards' rows, never the whole ``X``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.tree import DecisionTreeClassifier
+
+from dpsklearn import PrivacyLeakWarning, SubsampleAggregateClassifier
+from dpsklearn.baselines import teacher_majority_vote
+
+distributed = pytest.importorskip("distributed")
+from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
+
+# Wall-clock bound for the whole module, cluster start and shutdown included.
+TIME_LIMIT = 60.0
+N_SAMPLES, N_FEATURES, N_TEACHERS = 2000, 20, 20
+
+
+class _TaskPayloads(SchedulerPlugin):
+    """Record, for every joblib batch task, the bytes of the data it depends on.
+
+    joblib's Dask backend scatters each large argument (here a task's
+    ``X[rows]`` and ``y[rows]``) to the cluster and submits the task with the
+    scattered futures as dependencies; the scheduler knows each one's size.
+    """
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.payloads = {}
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish != "processing" or "_fit_teacher_batch" not in str(key):
+            return
+        task = self.scheduler.tasks.get(key)
+        if task is not None:
+            self.payloads[str(key)] = sorted(d.nbytes for d in task.dependencies)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    start = time.perf_counter()
+    # Workers that imported scikit-learn take a few seconds to stop; the
+    # nanny then kills them and logs a warning that is not a failure.
+    logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            dashboard_address=None,
+            host="127.0.0.1",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.wait_for_workers(2, timeout=TIME_LIMIT)
+        yield cluster, client, start
+    assert time.perf_counter() - start < TIME_LIMIT + 15  # shutdown included
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=N_SAMPLES,
+        n_features=N_FEATURES,
+        n_informative=5,
+        flip_y=0.1,
+        random_state=0,
+    )
+    return X, y
+
+
+def _model(**params):
+    # A randomised teacher, so that equal votes also show equal teacher seeds.
+    return SubsampleAggregateClassifier(
+        DecisionTreeClassifier(max_features="sqrt", max_depth=4),
+        n_estimators=N_TEACHERS,
+        classes=[0, 1],
+        fallback="noisy_max",
+        random_state=7,
+        noise_random_state=0,
+        **params,
+    )
+
+
+def _fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
+        return model.fit(X, y)
+
+
+def test_dask_fit_votes_identical_to_local_fit(dask_cluster, data):
+    cluster, _client, start = dask_cluster
+    X, y = data
+    payloads = _TaskPayloads(cluster.scheduler)
+    cluster.scheduler.add_plugin(payloads, name="dpsklearn-task-payloads")
+    try:
+        with joblib.parallel_config(backend="dask", wait_for_workers_timeout=30):
+            on_dask = _fit(_model(), X, y)
+    finally:
+        cluster.scheduler.remove_plugin(name="dpsklearn-task-payloads")
+    # The local reference fits in this process, in one batch: teacher seeds
+    # are per teacher, so neither the backend nor the batching may matter.
+    local = _fit(_model(n_jobs=None), X, y)
+
+    assert on_dask.n_estimators_ == local.n_estimators_ == N_TEACHERS
+    np.testing.assert_array_equal(on_dask._vote_counts(X), local._vote_counts(X))
+    np.testing.assert_array_equal(
+        teacher_majority_vote(on_dask, X), teacher_majority_vote(local, X)
+    )
+    # Same teachers and the same pinned noise: the private answers agree too
+    # (50 queries stay within max_unstable=100 even if every one fails).
+    np.testing.assert_array_equal(on_dask.predict(X[:50]), local.predict(X[:50]))
+
+    # Each task carried only its shards' rows: the two workers got one task
+    # each, and together the tasks shipped every row of X and y exactly once.
+    row_bytes = (N_FEATURES + 1) * 8  # float64 features + int64 class index
+    assert len(payloads.payloads) == 2, payloads.payloads
+    per_task = [sum(sizes) for sizes in payloads.payloads.values()]
+    assert sum(per_task) == N_SAMPLES * row_bytes
+    for task_bytes in per_task:
+        assert task_bytes == (N_SAMPLES // 2) * row_bytes
+        assert task_bytes < X.nbytes
+    assert time.perf_counter() - start < TIME_LIMIT
+
+
+def test_dask_fit_reports_progress(dask_cluster, data, capsys):
+    _cluster, _client, start = dask_cluster
+    X, y = data
+    with joblib.parallel_config(backend="dask"):
+        _fit(_model(n_jobs=-1, verbose=1), X, y)
+    err = capsys.readouterr().err
+    assert "[Parallel(n_jobs=" in err and "Done" in err, err
+    assert time.perf_counter() - start < TIME_LIMIT
