@@ -1,0 +1,822 @@
+"""Private prediction: every answer is a fresh private release (SPEC 3.3).
+
+Seed 000 (Dwork and Feldman 2018, "Privacy-preserving prediction"):
+
+* :class:`PrivatePredictionClassifier` -- Theorem 1's soft majority: ``k``
+  teachers on disjoint shards vote, and each query is answered by the
+  exponential mechanism on the vote counts, ``P(b) ~ exp(eps_q count_b / 2)``
+  (replacing one record changes one teacher, which moves one vote: the
+  utility has sensitivity 1). ``predict_proba`` releases the teachers' mean
+  probability row with grid Laplace noise.
+* :class:`PrivatePredictionRegressor` -- Theorem 4 with Lemma 2: the mean of
+  the teachers' predictions, each clipped to ``target_range`` first, has
+  sensitivity ``(hi - lo) / k``; it is released with grid Laplace noise.
+
+``eps_q`` is derived at ``fit`` from the *total* ``(epsilon, delta)`` and
+``max_queries`` (:func:`dpsklearn.calibration.per_query_epsilon`), so here
+``max_queries`` is part of the guarantee: it is the number of released rows
+the budget pays for (SPEC 1, 3.3). A query row asked again gets the answer
+already released for it, free (:class:`dpsklearn._serving.ReleaseCache`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.linear_model import Ridge
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._serving import ReleaseCache, ServingState, row_keys
+from .accounting import PrivacyEvent
+from .calibration import per_query_epsilon
+from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .noise import (
+    default_grid_step,
+    exponential_mechanism,
+    grid_laplace,
+    make_noise_generators,
+    project_to_simplex,
+)
+from .sharding import teacher_class_probabilities, teacher_outputs
+
+__all__ = [
+    "PrivatePredictionClassifier",
+    "PrivatePredictionRegressor",
+    "theorem1_n_estimators",
+]
+
+# Under zCDP an exponential-mechanism row is eps_q^2/8 and a Laplace-type row
+# eps_q^2/2 (SPEC 3.3): one predict_proba row costs four predict rows. Under
+# basic composition both cost eps_q. Costs are in units of one predict row.
+_PROBA_COST = {"basic": 1, "zcdp": 4}
+
+_PRIVATE_PREDICTION_CONSTRAINTS = {
+    **ENSEMBLE_CONSTRAINTS,
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "max_queries": [Interval(Integral, 1, None, closed="left"), None],
+    "calibration": [StrOptions({"auto", "basic", "zcdp"})],
+}
+
+
+def theorem1_n_estimators(epsilon_per_query, target_error):
+    """Teachers needed by seed 000's Theorem 1: ``r = ceil(6 ln(4/alpha) / eps)``.
+
+    Theorem 1 (Dwork and Feldman 2018): with ``r`` teachers, each a PAC
+    learner at error ``alpha/4``, the soft majority answered by the
+    exponential mechanism at ``eps`` has error about ``alpha``.
+
+    Parameters
+    ----------
+    epsilon_per_query : float
+        ``eps_q`` of one prediction (> 0).
+    target_error : float
+        ``alpha`` in (0, 1).
+
+    Returns
+    -------
+    r : int
+
+    Examples
+    --------
+    >>> from dpsklearn.private_prediction import theorem1_n_estimators
+    >>> theorem1_n_estimators(1.0, 0.1)  # ceil(6 ln 40) = ceil(22.13)
+    23
+    """
+    eps = float(epsilon_per_query)
+    alpha = float(target_error)
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"epsilon_per_query must be > 0, got {epsilon_per_query!r}.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"target_error must be in (0, 1), got {target_error!r}.")
+    return max(1, math.ceil(6.0 * math.log(4.0 / alpha) / eps))
+
+
+def check_dense(estimator, X):
+    """Refuse sparse input: the release cache keys query rows by their values."""
+    if sparse.issparse(X):
+        raise TypeError(
+            f"{type(estimator).__name__} does not accept sparse input (its "
+            "release cache keys query rows by value); pass a dense array, "
+            "e.g. X.toarray()."
+        )
+
+
+def check_target_range(target_range, y, estimator_name, stacklevel=3):
+    """``(lo, hi)`` from ``target_range``, or from ``y`` with a PrivacyLeakWarning."""
+    if target_range is None:
+        warnings.warn(
+            f"{estimator_name}: target_range is None, so the range of the "
+            "answers is taken from the private training targets (min(y), "
+            "max(y)); that leaks the extreme targets. Pass the public "
+            "target_range=(lo, hi).",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel,
+        )
+        lo, hi = float(np.min(y)), float(np.max(y))
+        if lo == hi:  # a constant target: give the release a non-empty range
+            lo, hi = lo - 0.5, hi + 0.5
+        return lo, hi
+    try:
+        lo, hi = (float(v) for v in np.asarray(target_range, dtype=object).ravel())
+    except (TypeError, ValueError):  # not two numbers
+        lo = hi = math.nan
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(
+            "target_range must be a pair (lo, hi) of finite numbers with "
+            f"lo < hi, got {target_range!r}."
+        )
+    return lo, hi
+
+
+class _PrivatePredictionBase(TeacherEnsembleMixin):
+    """Shared fit and serving steps of the two private prediction estimators."""
+
+    _release = "exponential"  # which per-query calibration the answers need
+
+    def _check_max_queries(self):
+        if self.max_queries is None:
+            raise ValueError(
+                f"max_queries=None is not allowed for {type(self).__name__}: "
+                "the number of released rows is part of the privacy guarantee "
+                "(eps_q = the per-query share of epsilon). Pass an integer >= 1."
+            )
+
+    def _per_query_epsilon(self):
+        # SPEC 3.3: basic eps/m, or zCDP with rho from (epsilon, delta); "auto"
+        # takes the larger eps_q.
+        return per_query_epsilon(
+            self.epsilon,
+            self.delta,
+            self.max_queries,
+            release=self._release,
+            calibration=self.calibration,
+        )
+
+    def _privacy_events(self, epsilon_per_query, calibration):
+        label = type(self).__name__
+        if calibration == "basic":
+            # m pure releases of eps_q each (delta unused); "pure" dominates
+            # both exponential-mechanism and Laplace-type rows.
+            return [
+                PrivacyEvent(
+                    epsilon=epsilon_per_query,
+                    delta=0.0,
+                    kind="private_prediction",
+                    label=label,
+                    count=self.max_queries,
+                )
+            ]
+        # zCDP: the m rows as a whole are (epsilon, delta)-DP (SPEC 4).
+        return [
+            PrivacyEvent(
+                epsilon=float(self.epsilon),
+                delta=float(self.delta),
+                kind="private_prediction",
+                label=label,
+            )
+        ]
+
+    def _reserve_budget(self, epsilon_per_query, calibration):
+        """Check a shared budget before training; the spend follows the fit."""
+        accountant = self._get_accountant(self.epsilon, self.delta)
+        events = self._privacy_events(epsilon_per_query, calibration)
+        self._check_budget_available(accountant, events)
+        return accountant, events
+
+    def _new_state(self, config, methods):
+        generators, reseed = make_noise_generators(
+            self.noise_random_state, len(methods)
+        )
+        state = ServingState(
+            {**config, "max_queries": self.max_queries, "verbose": self.verbose},
+            dict(zip(methods, generators, strict=True)),
+            reseed,
+        )
+        state.caches = {name: ReleaseCache(fields) for name, fields in methods.items()}
+        return state
+
+    def _validate_query(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False)
+
+    def _serve(self, X, method, cost, compute):
+        """Answer ``X`` through the cache, charging ``cost`` units per new row.
+
+        Returns the answers of the answered prefix and its length; the caller
+        raises :class:`BudgetExhaustedError` when the prefix is short.
+        """
+        state = self._serving_state_
+        with state.lock:
+            remaining = state.config["max_queries"] - state.n_served
+            n_affordable = max(0, remaining) // cost
+            out, n_answered, n_new = state.caches[method].serve(
+                row_keys(X), n_affordable, lambda rows: compute(X, rows, state)
+            )
+            state.n_served += n_new * cost
+            if state.config["verbose"]:
+                print(
+                    f"[{type(self).__name__}] {method}: released {n_new} new "
+                    f"row(s) of {X.shape[0]}; query units spent "
+                    f"{state.n_served} of {state.config['max_queries']}"
+                )
+        return out, n_answered
+
+    def _exhausted(self, method, partial, n_answered, n_queries, cost):
+        config = self._serving_state_.config
+        per_row = "" if cost == 1 else f" ({cost} units per {method} row)"
+        return BudgetExhaustedError(
+            f"the budget of max_queries={config['max_queries']} query units is "
+            f"spent{per_row}; {n_answered} of {n_queries} rows in this call "
+            "were answered (see partial_predictions).",
+            partial_predictions=partial,
+            n_answered=n_answered,
+            spends=self.accountant_.events,
+        )
+
+    def budget_status(self):
+        """Public serving counters: query units spent and left.
+
+        Returns
+        -------
+        status : dict
+            ``max_queries``, ``query_units_spent``, ``query_units_remaining``
+            and the ``rows_released`` per method (distinct rows).
+        """
+        state = self._serving_state_
+        with state.lock:
+            cap = state.config["max_queries"]
+            return {
+                "max_queries": cap,
+                "query_units_spent": state.n_served,
+                "query_units_remaining": max(0, cap - state.n_served),
+                "rows_released": {
+                    name: len(cache) for name, cache in state.caches.items()
+                },
+            }
+
+
+def _teachers_have(method):
+    def check(self):
+        if hasattr(self, "estimators_"):
+            return all(hasattr(t, method) for t in self.estimators_)
+        return hasattr(self._base_estimator(), method)
+
+    return check
+
+
+class PrivatePredictionClassifier(
+    _PrivatePredictionBase, ClassifierMixin, BaseEstimator
+):
+    """Private classifier: the exponential mechanism on the teachers' votes.
+
+    ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards of the
+    private data. Each query row is answered by sampling a label with
+    probability proportional to ``exp(eps_q * votes / 2)`` (seed 000,
+    Theorem 1; for two classes ``P(1) = e^(eps_q nu/2) / (1 + e^(eps_q nu/2))``
+    with ``nu = 2 count_1 - k``). Every row costs a share of the budget, so
+    unlike :class:`SubsampleAggregateClassifier` no row is free, and none is
+    refused until the budget is spent.
+
+    Privacy (SPEC 1, 3.3): everything all calls to ``predict``,
+    ``predict_proba`` and ``score`` ever release is ``(epsilon, delta)``-DP
+    with respect to replacing one training record. ``epsilon_per_query_`` is
+    derived at ``fit`` from ``(epsilon, delta, max_queries)``: by basic
+    composition ``epsilon / m``, or through zCDP (the exponential mechanism is
+    bounded-range, ``eps_q^2/8``-zCDP, Cesar and Rogers 2021; total
+    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2``). The
+    budget holds ``max_queries`` query units: a ``predict`` row costs one, a
+    ``predict_proba`` row (a Laplace-type release, ``eps_q^2/2``-zCDP) costs
+    four under zCDP and one under basic composition. A row asked again gets
+    the answer already released for it, free. The whole ``(epsilon, delta)``
+    is reserved from the accountant at ``fit``. The fitted object holds the
+    teachers and is as secret as the training data; pickling it copies them.
+
+    Parameters
+    ----------
+    estimator : estimator, default=None
+        Base classifier cloned for each shard; ``None`` means
+        :class:`~sklearn.linear_model.LogisticRegression`.
+    n_estimators : int or "auto", default="auto"
+        Number of teachers ``k``. ``"auto"``: Theorem 1's
+        ``r = ceil(6 ln(4 / target_error) / eps_q)``, capped by the data (each
+        shard keeps ``min_samples_per_shard`` rows; a warning says when the
+        cap binds).
+    epsilon : float, default=1.0
+        Total privacy budget of the fitted model.
+    delta : float, default=1e-5
+        Total delta, in [0, 1). ``delta=0`` allows only basic composition.
+    max_queries : int, default=1000
+        ``m``: query units the budget pays for (part of the guarantee;
+        ``None`` is refused). The unit after the last raises
+        :class:`BudgetExhaustedError`.
+    calibration : {"auto", "basic", "zcdp"}, default="auto"
+        Composition that turns the total into ``eps_q``; ``"auto"`` takes
+        the one with the larger ``eps_q`` (the one that answers best).
+    target_error : float, default=0.1
+        ``alpha`` of Theorem 1, used by ``n_estimators="auto"``.
+    classes : array-like, default=None
+        The public label set. ``None`` takes ``unique(y)`` with a
+        :class:`PrivacyLeakWarning`.
+    min_samples_per_shard : int, default=20
+    accountant : PrivacyAccountant, default=None
+        A shared budget to draw from; ``None`` gives the model its own.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the partition and the teachers only, never the mechanism noise.
+    noise_random_state : int, default=None
+        Seeds the mechanism noise, for tests only (warns with
+        :class:`PrivacyLeakWarning`). ``None``: OS entropy at every fit.
+    n_jobs : int, default=None
+        Parallel jobs for fitting teachers (joblib).
+    verbose : int, default=0
+        Progress of the fit and per-call spends (never votes or noise).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    estimators_ : list of estimators
+        The teachers (not private), fitted on class indices into ``classes_``.
+    n_estimators_ : int
+    epsilon_per_query_ : float
+        ``eps_q`` of one ``predict`` row.
+    calibration_ : str
+        ``"basic"`` or ``"zcdp"``.
+    proba_cost_ : int
+        Query units charged per ``predict_proba`` row.
+    proba_grid_step_ : float
+        Grid step ``g`` of ``predict_proba`` releases.
+    accountant_ : PrivacyAccountant
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    SubsampleAggregateClassifier : stable queries for free, the rest abstain.
+    PrivatePredictionRegressor : the same for real-valued targets.
+
+    Notes
+    -----
+    The mechanism noise comes from numpy's floating-point Gumbel and
+    geometric samplers, exact only up to about ``2**-53`` in probability.
+    The neighbouring relation is replace-one; under add/remove-one the
+    data-independent partition shifts every later row, and no guarantee at
+    the stated epsilon is claimed.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dpsklearn.private_prediction import PrivatePredictionClassifier
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> clf = PrivatePredictionClassifier(
+    ...     n_estimators=50, epsilon=1.0, max_queries=100, classes=[0, 1],
+    ...     random_state=0).fit(X, y)
+    >>> clf.predict(X[:3]).shape, clf.predict_proba(X[:3]).shape
+    ((3,), (3, 2))
+    >>> clf.budget_status()["query_units_spent"]  # 3 + 4 * 3 (zCDP)
+    15
+    """
+
+    _release = "exponential"
+
+    _parameter_constraints: dict = {
+        **_PRIVATE_PREDICTION_CONSTRAINTS,
+        "target_error": [Interval(Real, 0, 1, closed="neither")],
+        "classes": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        n_estimators="auto",
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        max_queries=1000,
+        calibration="auto",
+        target_error=0.1,
+        classes=None,
+        min_samples_per_shard=20,
+        accountant=None,
+        random_state=None,
+        noise_random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_queries = max_queries
+        self.calibration = calibration
+        self.target_error = target_error
+        self.classes = classes
+        self.min_samples_per_shard = min_samples_per_shard
+        self.accountant = accountant
+        self.random_state = random_state
+        self.noise_random_state = noise_random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True  # truthful: noise costs accuracy
+        tags.non_deterministic = self.noise_random_state is None
+        tags.input_tags.sparse = False
+        return tags
+
+    # -- fit -----------------------------------------------------------------
+    def _resolve_k(self, n_samples, epsilon_per_query):
+        if self.n_estimators != "auto":
+            return self._resolve_n_estimators(n_samples)
+        needed = theorem1_n_estimators(epsilon_per_query, self.target_error)
+        supported = max(1, n_samples // self.min_samples_per_shard)
+        if needed > supported:
+            warnings.warn(
+                f"n_estimators='auto': Theorem 1 asks for r={needed} teachers "
+                f"(eps_q={epsilon_per_query:.4g}, target_error="
+                f"{self.target_error}), but n_samples={n_samples} supports only "
+                f"k={supported} at min_samples_per_shard="
+                f"{self.min_samples_per_shard}; using k={supported}.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return min(needed, supported)
+
+    def fit(self, X, y):
+        """Train the teachers on disjoint shards and reserve the whole budget.
+
+        Every input is validated, and the budget checked, before anything is
+        spent. Refitting starts a new release with a new budget (for the
+        model's own accountant) or draws again from a shared one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        self._check_max_queries()
+        check_dense(self, X)
+        X, y_encoded = self._validate_classification_data(X, y)
+        n_samples = X.shape[0]
+        self._check_epsilon_delta(n_samples, delta_positive=False)
+        epsilon_per_query, calibration = self._per_query_epsilon()
+        n_estimators = self._resolve_k(n_samples, epsilon_per_query)
+        accountant, events = self._reserve_budget(epsilon_per_query, calibration)
+
+        self._fit_teacher_ensemble(X, y_encoded, n_estimators)
+
+        accountant.spend_events(events)  # atomic: the whole release is reserved
+        n_classes = len(self.classes_)
+        self.accountant_ = accountant
+        self.epsilon_per_query_ = epsilon_per_query
+        self.calibration_ = calibration
+        self.proba_cost_ = _PROBA_COST[calibration]
+        self.proba_grid_step_ = default_grid_step(2.0 / n_estimators)
+        self._serving_state_ = self._new_state(
+            {
+                "epsilon_per_query": epsilon_per_query,
+                "proba_cost": self.proba_cost_,
+                "proba_grid_step": self.proba_grid_step_,
+                "n_estimators": n_estimators,
+            },
+            {
+                "predict": {"label": (np.int64, ())},
+                "predict_proba": {"proba": (np.float64, (n_classes,))},
+            },
+        )
+        return self
+
+    # -- releases ------------------------------------------------------------
+    def _release_labels(self, X, rows, state):
+        # Seed 000 Theorem 1 / SPEC 3.3: P(b) ~ exp(eps_q count_b / 2), Delta_u
+        # = 1 because one replaced record moves one vote.
+        counts = self._vote_counts(X[rows])
+        labels = exponential_mechanism(
+            counts,
+            state.config["epsilon_per_query"],
+            1.0,
+            rng=state.generators["predict"],
+        )
+        return {"label": np.atleast_1d(labels)}, rows.size
+
+    def _mean_teacher_proba(self, X):
+        """Mean over teachers of each teacher's clipped, renormalised row."""
+        n_classes = len(self.classes_)
+        mean = np.empty((X.shape[0], n_classes))
+        for rows, proba in teacher_class_probabilities(self.estimators_, X, n_classes):
+            proba = np.clip(proba, 0.0, 1.0)
+            total = proba.sum(axis=2, keepdims=True)
+            # A row that clips to all zeros carries no vote: uniform.
+            proba = np.where(
+                total > 0, proba / np.where(total > 0, total, 1.0), 1.0 / n_classes
+            )
+            mean[rows] = proba.mean(axis=0)
+        return mean
+
+    def _release_proba(self, X, rows, state):
+        # SPEC 3.3: replacing one record changes one teacher's row (L1 norm 1)
+        # into another, so the mean moves by at most 2/k in L1. Grid Laplace
+        # per coordinate with floor((2/k)/g) + n_classes units at eps_q, then
+        # the simplex projection (post-processing).
+        config = state.config
+        n_classes = len(self.classes_)
+        noisy = grid_laplace(
+            self._mean_teacher_proba(X[rows]),
+            2.0 / config["n_estimators"],
+            config["epsilon_per_query"],
+            rng=state.generators["predict_proba"],
+            grid_step=config["proba_grid_step"],
+            n_coordinates=n_classes,
+        )
+        return {"proba": project_to_simplex(noisy)}, rows.size
+
+    # -- predict -------------------------------------------------------------
+    def predict(self, X, return_abstained=False):
+        """Private labels for ``X``, one query unit per new distinct row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Public query points.
+        return_abstained : bool, default=False
+            Also return the abstention mask (all False: this mechanism
+            answers every row it can pay for). For a uniform interface with
+            :class:`SubsampleAggregateClassifier` and
+            :class:`KnowledgeTransferClassifier`.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+        abstained : bool ndarray of shape (n_queries,)
+            Only when ``return_abstained=True``.
+
+        Raises
+        ------
+        BudgetExhaustedError
+            When ``max_queries`` units are spent part-way; the error carries
+            the answers already paid for in ``partial_predictions``.
+        """
+        X = self._validate_query(X)
+        out, n_answered = self._serve(X, "predict", 1, self._release_labels)
+        labels = self.classes_[out["label"]]
+        if n_answered < X.shape[0]:
+            raise self._exhausted("predict", labels, n_answered, X.shape[0], 1)
+        if return_abstained:
+            return labels, np.zeros(X.shape[0], dtype=bool)
+        return labels
+
+    @available_if(_teachers_have("predict_proba"))
+    def predict_proba(self, X):
+        """Private class probabilities (SPEC 3.3), charged per new distinct row.
+
+        Each teacher's probability row is clipped to [0, 1] and renormalised,
+        the rows are averaged, and the mean is released on a grid with
+        discrete Laplace noise per class, then projected onto the simplex.
+        A row costs ``proba_cost_`` query units. ``argmax(predict_proba(X))``
+        and ``predict(X)`` are two independent noisy releases and may differ.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+            Rows are probability vectors.
+
+        Raises
+        ------
+        BudgetExhaustedError
+            When the budget is spent part-way (``partial_predictions`` holds
+            the rows already paid for).
+        """
+        X = self._validate_query(X)
+        cost = self._serving_state_.config["proba_cost"]
+        out, n_answered = self._serve(X, "predict_proba", cost, self._release_proba)
+        if n_answered < X.shape[0]:
+            raise self._exhausted(
+                "predict_proba", out["proba"], n_answered, X.shape[0], cost
+            )
+        return out["proba"]
+
+
+class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEstimator):
+    """Private regressor: the clipped mean of the teachers, with grid Laplace noise.
+
+    ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards. Each
+    query's answer is the mean of the teachers' predictions, each clipped to
+    ``target_range = (lo, hi)`` *before* averaging, so that replacing one
+    record moves the mean by at most ``(hi - lo) / k`` (seed 000, Theorem 4
+    and Lemma 2: averaging ``k`` disjoint teachers divides the stability rate
+    by ``k``). It is released as ``g * (round(mean/g) + DLap(units/eps_q))``
+    with ``units = floor(((hi - lo)/k)/g) + 1``, clipped to the range.
+
+    Privacy (SPEC 1, 3.3): everything all calls to ``predict`` and ``score``
+    ever release is ``(epsilon, delta)``-DP with respect to replacing one
+    training record; ``max_queries`` rows are paid for (``eps_q`` each by
+    basic composition, or ``eps_q^2/2``-zCDP each), a row asked again is
+    answered from the release cache for free, and the whole budget is
+    reserved at ``fit``. The fitted object holds the teachers and is as
+    secret as the training data.
+
+    Parameters
+    ----------
+    estimator : estimator, default=None
+        Base regressor; ``None`` means :class:`~sklearn.linear_model.Ridge`.
+    n_estimators : int or "auto", default="auto"
+        ``k``; ``"auto"``: the largest ``k`` keeping ``min_samples_per_shard``
+        rows per shard (more teachers, less noise).
+    epsilon : float, default=1.0
+    delta : float, default=1e-5
+        In [0, 1); ``0`` allows only basic composition.
+    max_queries : int, default=1000
+        Rows the budget pays for (part of the guarantee; ``None`` refused).
+    calibration : {"auto", "basic", "zcdp"}, default="auto"
+    target_range : (float, float), default=None
+        Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
+        ``y`` with a :class:`PrivacyLeakWarning`.
+    min_samples_per_shard : int, default=20
+    accountant : PrivacyAccountant, default=None
+    random_state : int, RandomState instance or None, default=None
+    noise_random_state : int, default=None
+        For tests only (warns with :class:`PrivacyLeakWarning`).
+    n_jobs : int, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    estimators_ : list of estimators
+    n_estimators_ : int
+    epsilon_per_query_ : float
+    calibration_ : str
+    target_range_ : tuple of float
+    sensitivity_ : float
+        ``(hi - lo) / k``.
+    grid_step_ : float
+    noise_scale_ : float
+        Scale of the released noise in target units,
+        ``grid_step_ * units / epsilon_per_query_``.
+    accountant_ : PrivacyAccountant
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from dpsklearn.private_prediction import PrivatePredictionRegressor
+    >>> X, y = make_regression(n_samples=2000, n_features=5, random_state=0)
+    >>> reg = PrivatePredictionRegressor(
+    ...     n_estimators=100, epsilon=1.0, max_queries=10,
+    ...     target_range=(-300, 300), random_state=0).fit(X, y)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    """
+
+    _release = "laplace"
+
+    _parameter_constraints: dict = {
+        **_PRIVATE_PREDICTION_CONSTRAINTS,
+        "target_range": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        n_estimators="auto",
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        max_queries=1000,
+        calibration="auto",
+        target_range=None,
+        min_samples_per_shard=20,
+        accountant=None,
+        random_state=None,
+        noise_random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_queries = max_queries
+        self.calibration = calibration
+        self.target_range = target_range
+        self.min_samples_per_shard = min_samples_per_shard
+        self.accountant = accountant
+        self.random_state = random_state
+        self.noise_random_state = noise_random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _base_estimator(self):
+        return Ridge() if self.estimator is None else self.estimator
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        tags.non_deterministic = self.noise_random_state is None
+        tags.input_tags.sparse = False
+        return tags
+
+    def fit(self, X, y):
+        """Train the teachers on disjoint shards and reserve the whole budget.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        self._check_max_queries()
+        check_dense(self, X)
+        X, y = validate_data(self, X, y, y_numeric=True)
+        lo, hi = check_target_range(self.target_range, y, type(self).__name__)
+        n_samples = X.shape[0]
+        self._check_epsilon_delta(n_samples, delta_positive=False)
+        epsilon_per_query, calibration = self._per_query_epsilon()
+        n_estimators = self._resolve_n_estimators(n_samples)
+        accountant, events = self._reserve_budget(epsilon_per_query, calibration)
+
+        self._fit_teacher_ensemble(X, y, n_estimators, classifier=False)
+
+        accountant.spend_events(events)
+        sensitivity = (hi - lo) / n_estimators  # Lemma 2: clip, then average
+        grid_step = default_grid_step(sensitivity)
+        units = math.floor(sensitivity / grid_step) + 1
+        self.accountant_ = accountant
+        self.epsilon_per_query_ = epsilon_per_query
+        self.calibration_ = calibration
+        self.target_range_ = (lo, hi)
+        self.sensitivity_ = sensitivity
+        self.grid_step_ = grid_step
+        self.noise_scale_ = grid_step * units / epsilon_per_query
+        self._serving_state_ = self._new_state(
+            {
+                "epsilon_per_query": epsilon_per_query,
+                "target_range": (lo, hi),
+                "sensitivity": sensitivity,
+                "grid_step": grid_step,
+            },
+            {"predict": {"value": (np.float64, ())}},
+        )
+        return self
+
+    def _release_values(self, X, rows, state):
+        config = state.config
+        lo, hi = config["target_range"]
+        X_rows = X[rows]
+        total = np.zeros(X_rows.shape[0])
+        for chunk, predictions in teacher_outputs(self.estimators_, X_rows, "predict"):
+            predictions = predictions.reshape(predictions.shape[0], -1)
+            total[chunk] = np.clip(predictions, lo, hi).sum(axis=0)
+        mean = total / len(self.estimators_)
+        values = grid_laplace(
+            mean,
+            config["sensitivity"],
+            config["epsilon_per_query"],
+            rng=state.generators["predict"],
+            grid_step=config["grid_step"],
+            bounds=(lo, hi),
+        )
+        return {"value": values}, rows.size
+
+    def predict(self, X):
+        """Private predictions for ``X``, one query unit per new distinct row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+
+        Raises
+        ------
+        BudgetExhaustedError
+            When ``max_queries`` rows are spent part-way; the error carries
+            the answers already paid for in ``partial_predictions``.
+        """
+        X = self._validate_query(X)
+        out, n_answered = self._serve(X, "predict", 1, self._release_values)
+        if n_answered < X.shape[0]:
+            raise self._exhausted("predict", out["value"], n_answered, X.shape[0], 1)
+        return out["value"]

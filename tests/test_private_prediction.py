@@ -1,0 +1,519 @@
+"""PrivatePredictionClassifier and PrivatePredictionRegressor (SPEC 3.3).
+
+Statistical tests state their failure probability: each is a chi-square
+goodness-of-fit test at the ``1e-6`` quantile, so a correct implementation
+fails one of them with probability at most ``1e-6`` per run (asymptotically;
+every expected bin count is above 1,000). The noise is seeded, so in fact
+every run is the same draw.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.datasets import make_classification, make_regression
+from threadpoolctl import threadpool_limits
+
+from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
+from dpsklearn._serving import ReleaseCache, row_keys
+from dpsklearn.calibration import per_query_epsilon
+from dpsklearn.noise import (
+    default_grid_step,
+    discrete_laplace,
+    make_noise_generators,
+    project_to_simplex,
+)
+from dpsklearn.private_prediction import (
+    PrivatePredictionClassifier,
+    PrivatePredictionRegressor,
+    theorem1_n_estimators,
+)
+from dpsklearn.sharding import ConstantTeacher
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
+
+FAILURE_PROBABILITY = 1e-6
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread_blas():
+    # Hundreds of tiny teacher fits: BLAS threads only oversubscribe the CPU.
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _spent(accountant):
+    return (
+        math.fsum(e.epsilon * e.count for e in accountant.events),
+        math.fsum(e.delta * e.count for e in accountant.events),
+    )
+
+
+@pytest.fixture(scope="module")
+def binary_data():
+    X, y = make_classification(
+        n_samples=600, n_features=5, n_informative=3, random_state=0
+    )
+    return X, y
+
+
+# -- eps_q (SPEC 3.3) ---------------------------------------------------------
+# Hand-computed with 40-digit decimal arithmetic:
+#   rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2,
+#   exponential mechanism: eps_q = sqrt(8 rho / m); Laplace: sqrt(2 rho / m).
+EPS_Q_TABLE = [
+    # epsilon, delta, m, basic, zcdp (exponential), zcdp (laplace)
+    (1.0, 1e-5, 1000, 0.001, 1.290579353299454e-2, 6.452896766497270e-3),
+    (8.0, 1e-5, 1667, 8.0 / 1667, 7.095665434976919e-2, 3.547832717488459e-2),
+    (0.5, 1e-6, 10, 0.05, 5.962445242748690e-2, 2.981222621374345e-2),
+    (1.0, 1e-5, 1, 1.0, 4.081170257613418e-1, 2.040585128806709e-1),
+]
+
+
+@pytest.mark.parametrize("epsilon, delta, m, basic, zcdp, zcdp_laplace", EPS_Q_TABLE)
+def test_epsilon_per_query_hand_computed(
+    binary_data, epsilon, delta, m, basic, zcdp, zcdp_laplace
+):
+    X, y = binary_data
+    fitted = {}
+    for calibration in ("basic", "zcdp", "auto"):
+        clf = PrivatePredictionClassifier(
+            n_estimators=3,
+            epsilon=epsilon,
+            delta=delta,
+            max_queries=m,
+            calibration=calibration,
+            classes=[0, 1],
+        ).fit(X, y)
+        fitted[calibration] = clf.epsilon_per_query_
+    assert fitted["basic"] == pytest.approx(basic, rel=1e-12)
+    assert fitted["zcdp"] == pytest.approx(zcdp, rel=1e-12)
+    # The default never gives a smaller eps_q than either.
+    assert fitted["auto"] == max(fitted["basic"], fitted["zcdp"])
+    assert per_query_epsilon(epsilon, delta, m, "laplace", "zcdp")[0] == (
+        pytest.approx(zcdp_laplace, rel=1e-12)
+    )
+    reg = PrivatePredictionRegressor(
+        n_estimators=3,
+        epsilon=epsilon,
+        delta=delta,
+        max_queries=m,
+        target_range=(-3, 3),
+    ).fit(X, y)
+    assert reg.epsilon_per_query_ == pytest.approx(max(basic, zcdp_laplace), rel=1e-12)
+
+
+def test_auto_calibration_m1_is_basic(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=3, max_queries=1, classes=[0, 1]
+    ).fit(X, y)
+    assert clf.calibration_ == "basic" and clf.epsilon_per_query_ == 1.0
+
+
+# -- the exponential mechanism's label frequencies ---------------------------
+def _model_with_votes(votes, epsilon_per_query, n_queries):
+    """A fitted classifier whose teachers vote ``votes`` on every query."""
+    n_classes = len(votes)
+    X = np.arange(40, dtype=float).reshape(-1, 1)
+    y = np.arange(40) % n_classes
+    clf = PrivatePredictionClassifier(
+        n_estimators=2,
+        epsilon=epsilon_per_query * n_queries,  # basic: eps_q = epsilon / m
+        max_queries=n_queries,
+        calibration="basic",
+        classes=list(range(n_classes)),
+        noise_random_state=12345,
+    ).fit(X, y)
+    clf.estimators_ = [
+        ConstantTeacher(label, n_classes)
+        for label, count in enumerate(votes)
+        for _ in range(count)
+    ]
+    vars(clf).pop("_fused_ensemble_", None)  # votes from the new teachers only
+    return clf
+
+
+@pytest.mark.parametrize("votes", [(5, 3, 2), (3, 7)])
+def test_exponential_mechanism_frequencies_chi_square(votes):
+    n_draws = 100_000
+    eps_q = 0.5
+    clf = _model_with_votes(votes, eps_q, n_draws)
+    assert clf.epsilon_per_query_ == pytest.approx(eps_q)
+    # Distinct query rows: repeated rows would be answered from the cache.
+    X_query = np.arange(n_draws, dtype=float).reshape(-1, 1)
+    labels = clf.predict(X_query)
+    observed = np.bincount(labels, minlength=len(votes))
+    weights = np.exp(eps_q * np.asarray(votes) / 2.0)  # SPEC 3.3
+    expected = n_draws * weights / weights.sum()
+    assert expected.min() > 1000
+    statistic = ((observed - expected) ** 2 / expected).sum()
+    critical = stats.chi2.isf(FAILURE_PROBABILITY, df=len(votes) - 1)
+    assert statistic < critical, (observed, expected)
+    if len(votes) == 2:  # seed 000 Theorem 1: P(1) = e^(eps nu/2)/(1+e^(eps nu/2))
+        nu = 2 * votes[1] - sum(votes)
+        p1 = math.exp(eps_q * nu / 2) / (1 + math.exp(eps_q * nu / 2))
+        assert expected[1] / n_draws == pytest.approx(p1)
+    assert clf.budget_status()["query_units_remaining"] == 0
+    with pytest.raises(BudgetExhaustedError):
+        clf.predict(np.array([[-1.0]]))
+    # Asking again is free and gives the same answers.
+    np.testing.assert_array_equal(clf.predict(X_query[:10]), labels[:10])
+
+
+# -- predict_proba (SPEC 3.3) ------------------------------------------------
+def test_predict_proba_rows_are_probability_vectors():
+    X, y = make_classification(
+        n_samples=900, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
+    for epsilon in (0.5, 50.0):
+        clf = PrivatePredictionClassifier(
+            n_estimators=30,
+            epsilon=epsilon,
+            max_queries=2000,
+            classes=[0, 1, 2],
+            random_state=0,
+        ).fit(X, y)
+        proba = clf.predict_proba(X[:300])
+        assert proba.shape == (300, 3)
+        assert np.all(proba >= 0) and np.all(proba <= 1)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_predict_proba_is_the_spec_release():
+    """Reproduce the release exactly: clip, renormalise, average, grid DLap, project."""
+    X, y = make_classification(
+        n_samples=400, n_features=5, n_informative=3, n_classes=3, random_state=2
+    )
+    k = 8
+    clf = PrivatePredictionClassifier(
+        n_estimators=k,
+        epsilon=200.0,
+        max_queries=400,
+        calibration="basic",
+        classes=[0, 1, 2],
+        random_state=0,
+        noise_random_state=7,
+    ).fit(X, y)
+    X_query = X[:50]
+    proba = clf.predict_proba(X_query)
+
+    rows = []
+    for teacher in clf.estimators_:
+        full = np.zeros((len(X_query), 3))
+        full[:, teacher.classes_] = teacher.predict_proba(X_query)
+        full = np.clip(full, 0, 1)
+        rows.append(full / full.sum(axis=1, keepdims=True))
+    mean = np.mean(rows, axis=0)
+    g = default_grid_step(2.0 / k)
+    assert clf.proba_grid_step_ == g
+    units = math.floor((2.0 / k) / g) + 3  # floor((2/k)/g) + n_classes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        generators, _ = make_noise_generators(7, 2)  # predict, predict_proba
+    noise = discrete_laplace(
+        units / clf.epsilon_per_query_, size=mean.shape, rng=generators[1]
+    )
+    expected = project_to_simplex(g * (np.rint(mean / g) + noise))
+    np.testing.assert_array_equal(proba, expected)
+
+
+def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, max_queries=20, calibration="zcdp", classes=[0, 1]
+    ).fit(X, y)
+    assert clf.proba_cost_ == 4
+    clf.predict_proba(X[:3])  # 12 units
+    clf.predict(X[:5])  # 5 units
+    assert clf.budget_status()["query_units_spent"] == 17
+    clf.predict_proba(X[:3])  # cached: free
+    with pytest.raises(BudgetExhaustedError) as info:
+        clf.predict_proba(X[:5])  # rows 3 and 4 need 8 units, 3 are left
+    assert info.value.n_answered == 3
+    assert info.value.partial_predictions.shape == (3, 2)
+    basic = PrivatePredictionClassifier(
+        n_estimators=5, max_queries=20, calibration="basic", classes=[0, 1]
+    ).fit(X, y)
+    assert basic.proba_cost_ == 1
+
+
+# -- budget, cache and accountant --------------------------------------------
+def test_budget_exhaustion_returns_the_paid_prefix(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, max_queries=10, classes=[0, 1], noise_random_state=0
+    ).fit(X, y)
+    first = clf.predict(X[:4])
+    # Rows 0-3 are cached; 6 new distinct rows are affordable, the 7th is not.
+    batch = np.vstack([X[:2], X[10:15], X[:1], X[15:17], X[2:3]])
+    with pytest.raises(BudgetExhaustedError) as info:
+        clf.predict(batch)
+    err = info.value
+    # New rows: 10..14 (5), 15 (6th), 16 (7th: unaffordable at batch index 9).
+    assert err.n_answered == 9
+    np.testing.assert_array_equal(err.partial_predictions[:2], first[:2])
+    assert err.partial_predictions[7] == first[0]
+    assert "max_queries=10" in str(err)
+    assert clf.budget_status()["query_units_spent"] == 10
+
+
+def test_repeated_rows_are_answered_consistently_and_free(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, max_queries=50, classes=[0, 1]
+    ).fit(X, y)
+    labels = clf.predict(X[:50])
+    order = np.random.default_rng(0).permutation(50)
+    np.testing.assert_array_equal(clf.predict(X[order]), labels[order])
+    repeated = np.vstack([X[:3]] * 4)
+    np.testing.assert_array_equal(clf.predict(repeated), np.tile(labels[:3], 4))
+    assert clf.budget_status()["query_units_spent"] == 50
+
+
+def test_release_cache_prefix_and_halt():
+    cache = ReleaseCache({"v": (np.int64, ())})
+    keys = row_keys(np.array([[1.0], [2.0], [1.0], [3.0], [4.0]]))
+
+    def halting(rows):  # the mechanism answers only the first two new rows
+        return {"v": np.asarray(rows) * 10}, min(2, len(rows))
+
+    out, n_answered, n_new = cache.serve(keys, 10, halting)
+    assert (n_answered, n_new) == (3, 2)
+    assert out["v"].tolist() == [0, 10, 0]
+    out, n_answered, n_new = cache.serve(keys, 0, halting)
+    assert (n_answered, n_new) == (3, 0)
+
+
+def test_whole_budget_reserved_at_fit(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, epsilon=2.0, max_queries=100, classes=[0, 1]
+    ).fit(X, y)
+    assert clf.calibration_ == "zcdp"
+    assert _spent(clf.accountant_) == pytest.approx((2.0, 1e-5))
+    basic = PrivatePredictionClassifier(
+        n_estimators=5, epsilon=2.0, max_queries=1, classes=[0, 1]
+    ).fit(X, y)
+    assert basic.calibration_ == "basic"
+    assert _spent(basic.accountant_) == pytest.approx((2.0, 0.0))
+
+
+def test_shared_accountant_refuses_the_fit_before_training(binary_data):
+    X, y = binary_data
+    shared = PrivacyAccountant(epsilon=1.5, delta=1e-5)
+    params = dict(n_estimators=5, epsilon=1.0, max_queries=100, classes=[0, 1])
+    clf = PrivatePredictionClassifier(accountant=shared, **params).fit(X, y)
+    assert clf.accountant_ is shared
+    second = PrivatePredictionClassifier(accountant=shared, **params)
+    with pytest.raises(BudgetExhaustedError):
+        second.fit(X, y)
+    assert not hasattr(second, "estimators_")
+    assert len(shared.events) == 1
+
+
+# -- n_estimators="auto" (Theorem 1) -----------------------------------------
+def test_theorem1_n_estimators():
+    assert theorem1_n_estimators(1.0, 0.1) == math.ceil(6 * math.log(40))  # 23
+    assert theorem1_n_estimators(0.05, 0.01) == math.ceil(120 * math.log(400))
+    with pytest.raises(ValueError, match="target_error"):
+        theorem1_n_estimators(1.0, 1.5)
+
+
+def test_auto_n_estimators_follows_theorem1_capped_by_rows():
+    X, y = make_classification(n_samples=1000, n_features=4, random_state=0)
+    clf = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(X, y)
+    assert clf.n_estimators_ == 23  # eps_q = 1 (basic), target_error 0.1
+    with pytest.warns(UserWarning, match="Theorem 1 asks for r=23"):
+        small = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(
+            X[:200], y[:200]
+        )
+    assert small.n_estimators_ == 10  # 200 rows / 20 per shard
+
+
+# -- the regressor (Theorem 4, Lemma 2) --------------------------------------
+class _ConstantRegressor:
+    def __init__(self, value):
+        self.value = float(value)
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.value)
+
+
+def _regressor_with_teachers(values, target_range, epsilon_per_query, n_queries):
+    """A fitted regressor whose teachers predict the constants ``values``."""
+    n_rows = max(60, len(values))
+    reg = PrivatePredictionRegressor(
+        n_estimators=len(values),
+        epsilon=epsilon_per_query * n_queries,  # basic: eps_q = epsilon / m
+        max_queries=n_queries,
+        calibration="basic",
+        target_range=target_range,
+        noise_random_state=99,
+    ).fit(np.arange(n_rows, dtype=float).reshape(-1, 1), np.zeros(n_rows))
+    reg.estimators_ = [_ConstantRegressor(v) for v in values]
+    return reg
+
+
+def test_regressor_clips_each_teacher_before_averaging():
+    # Teachers say 100, 0, 0, 0 on the range (0, 1): mean of clipped values is
+    # 0.25 (sensitivity 1/4); clipping the mean instead would give 1.
+    reg = _regressor_with_teachers([100, 0, 0, 0], (0.0, 1.0), 1e6, 1)
+    assert reg.sensitivity_ == 0.25
+    value = reg.predict(np.array([[0.0]]))
+    assert value[0] == 0.25
+
+
+def test_regressor_noise_has_the_stated_scale():
+    n_draws = 100_000
+    eps_q = 0.5
+    k = 200
+    reg = _regressor_with_teachers([0.3] * k, (-100.0, 100.0), eps_q, n_draws)
+    g = default_grid_step(200.0 / k)
+    units = math.floor((200.0 / k) / g) + 1  # SPEC 1: floor(Delta/g) + 1
+    scale = units / eps_q  # DLap scale in grid units
+    assert reg.grid_step_ == g
+    assert reg.noise_scale_ == pytest.approx(g * scale)
+    values = reg.predict(np.arange(n_draws, dtype=float).reshape(-1, 1))
+    on_grid = values / g
+    np.testing.assert_array_equal(on_grid, np.rint(on_grid))  # grid releases
+    noise = np.rint(on_grid).astype(np.int64) - int(np.rint(0.3 / g))
+    assert np.abs(noise).max() * g < 99  # no clipping happened
+    # Chi-square of the noise against DLap(scale) on 8 bins with edges at
+    # multiples of the scale: P(Z <= z) = a^(-z)/(1+a) (z < 0),
+    # 1 - a^(z+1)/(1+a) (z >= 0), a = exp(-1/scale).
+    a = math.exp(-1.0 / scale)
+
+    def cdf(z):
+        return a ** (-z) / (1 + a) if z < 0 else 1 - a ** (z + 1) / (1 + a)
+
+    edges = [round(c * scale) for c in (-3, -1.5, -0.75, -0.25, 0.25, 0.75, 1.5, 3)]
+    # Bin i holds edges[i-1] < Z <= edges[i] (9 bins, open at both ends).
+    observed = np.bincount(np.searchsorted(edges, noise), minlength=len(edges) + 1)
+    probabilities = np.diff([0.0] + [cdf(e) for e in edges] + [1.0])
+    expected = n_draws * probabilities
+    assert expected.min() > 1000
+    statistic = ((observed - expected) ** 2 / expected).sum()
+    assert statistic < stats.chi2.isf(FAILURE_PROBABILITY, df=len(expected) - 1)
+
+
+def test_regressor_target_range():
+    X, y = make_regression(n_samples=300, n_features=3, random_state=0)
+    with pytest.warns(PrivacyLeakWarning, match="target_range"):
+        reg = PrivatePredictionRegressor(n_estimators=5, max_queries=10).fit(X, y)
+    assert reg.target_range_ == (y.min(), y.max())
+    predictions = reg.predict(X[:10])
+    assert np.all((predictions >= y.min()) & (predictions <= y.max()))
+
+
+# -- bad input: clear errors before any budget is spent ----------------------
+@pytest.mark.parametrize("target_range", [(1.0, 1.0), (2.0, -1.0), (0, np.inf), (1,)])
+def test_regressor_bad_target_range(target_range):
+    X, y = make_regression(n_samples=100, n_features=3, random_state=0)
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    reg = PrivatePredictionRegressor(target_range=target_range, accountant=shared)
+    with pytest.raises(ValueError, match="target_range"):
+        reg.fit(X, y)
+    assert shared.events == []
+
+
+@pytest.mark.parametrize(
+    "Estimator", [PrivatePredictionClassifier, PrivatePredictionRegressor]
+)
+def test_max_queries_none_is_refused(binary_data, Estimator):
+    X, y = binary_data
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="max_queries"):
+        Estimator(max_queries=None, accountant=shared).fit(X, y)
+    assert shared.events == []
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"delta": 1.0}, "delta"),
+        ({"target_error": 1.0}, "target_error"),
+        ({"calibration": "rdp"}, "calibration"),
+        ({"n_estimators": 10_000}, "n_samples=600"),
+        ({"calibration": "zcdp", "delta": 0.0}, "delta"),
+    ],
+)
+def test_classifier_bad_parameters(binary_data, params, match):
+    X, y = binary_data
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match=match):
+        PrivatePredictionClassifier(accountant=shared, **params).fit(X, y)
+    assert shared.events == []
+
+
+def test_classifier_bad_data(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(n_estimators=5, max_queries=10, classes=[0, 1])
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(X_nan, y)
+    with pytest.raises(ValueError, match="not in the given `classes`"):
+        PrivatePredictionClassifier(n_estimators=5, classes=[0]).fit(X, y)
+    clf.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :3])
+    from scipy import sparse
+
+    with pytest.raises(TypeError, match="sparse"):
+        PrivatePredictionClassifier(n_estimators=5).fit(sparse.csr_matrix(X), y)
+
+
+# -- GridSearchCV over epsilon on Adult (issue 3, "Done when") ---------------
+def test_grid_search_over_epsilon_on_adult():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import OneHotEncoder
+    from sklearn.tree import DecisionTreeClassifier
+
+    from dpsklearn.datasets import load_adult
+
+    adult = load_adult(as_frame=True)
+    sample = np.random.default_rng(0).choice(len(adult.target), 5000, replace=False)
+    categorical = [adult.feature_names[j] for j in adult.categorical_features]
+    # Public, data-independent encoding: the Bunch's fixed category lists.
+    encoder = ColumnTransformer(
+        [
+            (
+                "onehot",
+                OneHotEncoder(
+                    categories=[adult.categories[name] for name in categorical],
+                    sparse_output=False,
+                ),
+                categorical,
+            )
+        ],
+        remainder="passthrough",
+    )
+    X = encoder.fit_transform(adult.data.iloc[sample])
+    y = np.asarray(adult.target)[sample]
+    epsilons = [0.5, 1, 2, 4, 8]
+    search = GridSearchCV(
+        PrivatePredictionClassifier(
+            DecisionTreeClassifier(max_depth=3),
+            max_queries=1667,  # at least the fold size (5000 / 3)
+            min_samples_per_shard=50,  # k = 66 teachers on 3,333 rows
+            classes=adult.target_names,
+            random_state=0,
+            noise_random_state=0,
+        ),
+        {"epsilon": epsilons},
+        cv=3,
+        refit=False,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Theorem 1's k is capped
+        search.fit(X, y)
+    accuracy = search.cv_results_["mean_test_score"]
+    assert accuracy[-1] - accuracy[0] >= 0.05, accuracy
+    assert stats.spearmanr(epsilons, accuracy).statistic >= 0.9, accuracy
