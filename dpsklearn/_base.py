@@ -46,6 +46,12 @@ ACCEPT_SPARSE = ("csr", "csc")
 class TeacherEnsembleMixin:
     """Fit steps shared by the ensembles; the subclass answers queries."""
 
+    def __sklearn_is_fitted__(self):
+        # Fitted means a completed fit: a fit that failed part-way (a refused
+        # budget, a bad abstain_label) has already set classes_, which alone
+        # would make check_is_fitted pass and predict crash.
+        return hasattr(self, "_serving_state_")
+
     def _base_estimator(self):
         if self.estimator is None:
             return LogisticRegression()
