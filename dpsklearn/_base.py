@@ -7,6 +7,7 @@ accountant and the noise generators are the same, so they live here once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from numbers import Integral, Real
@@ -43,6 +44,18 @@ ENSEMBLE_CONSTRAINTS = {
 ACCEPT_SPARSE = ("csr", "csc")
 
 
+@contextlib.contextmanager
+def _naming_empty_input():
+    """Say that an empty array is ``X`` (sklearn's message names no input, SPEC 6)."""
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        if "0 sample(s)" in message or "0 feature(s)" in message:
+            raise ValueError(f"X must not be empty: {message}") from exc
+        raise
+
+
 class TeacherEnsembleMixin:
     """Fit steps shared by the ensembles; the subclass answers queries."""
 
@@ -60,8 +73,12 @@ class TeacherEnsembleMixin:
     # -- validation ----------------------------------------------------------
     def _validate_classification_data(self, X, y):
         """Validate ``X, y``, fix ``classes_`` and return ``y`` as class indices."""
-        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE)
-        check_classification_targets(y)
+        with _naming_empty_input():
+            X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE)
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:  # sklearn's message does not say which input
+            raise ValueError(f"y must hold class labels: {exc}") from exc
         if self.classes is None:
             warnings.warn(
                 "classes is None: the label set is taken from the private "
@@ -158,7 +175,8 @@ class TeacherEnsembleMixin:
 
     def _validate_query(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE)
+        with _naming_empty_input():
+            return validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE)
 
 
 def check_abstain_label(abstain_label, classes, needed_by):
