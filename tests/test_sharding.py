@@ -307,6 +307,9 @@ def test_teacher_outputs_chunking_matches_one_block(monkeypatch):
 def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
     X, y = _data(n=200)
     params = dict(
+        # A tree, not a linear model: linear teachers may take a fused vote
+        # path that does not go through teacher_outputs.
+        estimator=DecisionTreeClassifier(max_depth=3),
         n_estimators=6,
         classes=[0, 1],
         random_state=0,
