@@ -1,0 +1,221 @@
+"""KnowledgeTransferClassifier (SPEC 3.2; seed 002, Algorithm 5)."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import weakref
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
+from threadpoolctl import threadpool_limits
+
+from dpsklearn import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    SubsampleAggregateClassifier,
+)
+from dpsklearn.knowledge_transfer import KnowledgeTransferClassifier
+from dpsklearn.private_prediction import PrivatePredictionClassifier
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread_blas():
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=3000, n_features=6, n_informative=4, class_sep=1.5, random_state=0
+    )
+    return X[:2400], y[:2400], X[2400:2800], X[2800:], y[2800:]
+
+
+def _teacher(**params):
+    defaults = dict(
+        n_estimators=60,
+        epsilon=8.0,
+        max_queries=400,
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=0,
+    )
+    return PrivatePredictionClassifier(**{**defaults, **params})
+
+
+def test_fit_labels_public_rows_and_delegates(data):
+    X, y, X_public, X_test, y_test = data
+    kt = KnowledgeTransferClassifier(_teacher(), LogisticRegression()).fit(
+        X, y, X_public=X_public
+    )
+    assert kt.n_public_labelled_ == 400
+    assert kt.n_public_abstained_ == 0 and kt.n_public_unanswered_ == 0
+    np.testing.assert_array_equal(kt.classes_, [0, 1])
+    for method in (
+        "predict",
+        "predict_proba",
+        "predict_log_proba",
+        "decision_function",
+    ):
+        np.testing.assert_array_equal(
+            getattr(kt, method)(X_test), getattr(kt.student_, method)(X_test)
+        )
+    assert kt.score(X_test, y_test) > 0.75
+    # Free and unlimited: far more queries than the teacher's max_queries.
+    assert kt.predict(np.vstack([X_test] * 5)).shape == (1000,)
+
+
+def test_methods_available_only_if_the_student_has_them(data):
+    X, y, X_public, _, _ = data
+    kt = KnowledgeTransferClassifier(_teacher(), KNeighborsClassifier())
+    assert not hasattr(kt, "decision_function")
+    assert hasattr(kt, "predict_proba")
+    kt.fit(X, y, X_public=X_public)
+    assert not hasattr(kt, "decision_function")
+
+
+class _TrackedTeacher(PrivatePredictionClassifier):
+    """Records weak references to every fitted copy and its teachers."""
+
+    refs: list = []
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        type(self).refs.append(weakref.ref(self))
+        type(self).refs.extend(weakref.ref(t) for t in self.estimators_)
+        return self
+
+
+def test_fitted_object_keeps_no_teacher(data):
+    X, y, X_public, X_test, _ = data
+    _TrackedTeacher.refs = []
+    teacher = _TrackedTeacher(
+        n_estimators=20, epsilon=8.0, max_queries=400, classes=[0, 1], random_state=0
+    )
+    kt = KnowledgeTransferClassifier(teacher, LogisticRegression()).fit(
+        X, y, X_public=X_public
+    )
+    before = kt.predict_proba(X_test)
+    del teacher
+    kt.set_params(teacher=None)
+    gc.collect()
+    assert len(_TrackedTeacher.refs) == 21
+    assert all(ref() is None for ref in _TrackedTeacher.refs)  # all collected
+    np.testing.assert_array_equal(kt.predict_proba(X_test), before)
+    # What a user would publish: no teacher inside the pickle either.
+    restored = pickle.loads(pickle.dumps(kt))
+    assert b"_TrackedTeacher" not in pickle.dumps(restored.student_)
+    assert not any(hasattr(v, "estimators_") for v in vars(kt).values())
+    np.testing.assert_array_equal(restored.predict(X_test), kt.predict(X_test))
+
+
+def test_abstentions_are_dropped(data):
+    X, y, X_public, _, _ = data
+    teacher = SubsampleAggregateClassifier(
+        n_estimators=80,
+        epsilon=1000.0,  # threshold w = 28: unanimous votes (dist 39) pass
+        fallback="abstain",
+        abstain_label=-1,
+        max_unstable=400,
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=0,
+    )
+    kt = KnowledgeTransferClassifier(teacher, LogisticRegression()).fit(
+        X, y, X_public=X_public
+    )
+    # Unanimous rows pass the stability test; contested ones abstain.
+    assert kt.n_public_labelled_ > 0 and kt.n_public_abstained_ > 0
+    assert kt.n_public_labelled_ + kt.n_public_abstained_ == 400
+    np.testing.assert_array_equal(kt.classes_, [0, 1])
+
+
+def test_all_abstained_is_a_clear_error(data):
+    X, y, X_public, _, _ = data
+    teacher = SubsampleAggregateClassifier(
+        n_estimators=5,
+        fallback="abstain",
+        abstain_label=-1,
+        max_unstable=1000,
+        classes=[0, 1],
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="labelled none of the public rows"):
+        KnowledgeTransferClassifier(teacher).fit(X, y, X_public=X_public)
+
+
+def test_budget_exhaustion_uses_the_paid_labels(data):
+    X, y, X_public, _, _ = data
+    kt = KnowledgeTransferClassifier(_teacher(max_queries=150), LogisticRegression())
+    with pytest.warns(UserWarning, match="ran out after labelling 150 of 400"):
+        kt.fit(X, y, X_public=X_public)
+    assert kt.n_public_labelled_ == 150
+    assert kt.n_public_unanswered_ == 250
+    assert kt.n_public_abstained_ == 0
+
+
+def test_shared_accountant_pays_for_the_labels(data):
+    X, y, X_public, _, _ = data
+    shared = PrivacyAccountant(epsilon=8.0, delta=1e-5)
+    KnowledgeTransferClassifier(_teacher(accountant=shared)).fit(
+        X, y, X_public=X_public
+    )
+    assert len(shared.events) == 1
+    with pytest.raises(BudgetExhaustedError):  # the budget is spent
+        KnowledgeTransferClassifier(_teacher(accountant=shared)).fit(
+            X, y, X_public=X_public
+        )
+
+
+# -- bad input: clear errors before any budget is spent ----------------------
+@pytest.mark.parametrize(
+    "case, error, match",
+    [
+        ("X_public_width", ValueError, "X_public"),
+        ("X_public_missing", ValueError, "X_public is required"),
+        ("X_public_nan", ValueError, "X_public"),
+        ("student_not_estimator", ValueError, "student"),
+        ("student_string", ValueError, "student"),
+        ("teacher_not_private", TypeError, "return_abstained"),
+        ("teacher_regressor", TypeError, "private classifier"),
+        ("y_continuous", ValueError, "Unknown label type"),
+    ],
+)
+def test_bad_input_spends_nothing(data, case, error, match):
+    X, y, X_public, _, _ = data
+    shared = PrivacyAccountant(epsilon=100.0, delta=1e-3)
+    teacher = _teacher(accountant=shared)
+    student = LogisticRegression()
+    fit_params = {"X_public": X_public}
+    if case == "X_public_width":
+        fit_params["X_public"] = X_public[:, :4]
+    elif case == "X_public_missing":
+        fit_params = {}
+    elif case == "X_public_nan":
+        bad = X_public.copy()
+        bad[3, 2] = np.nan
+        fit_params["X_public"] = bad
+    elif case == "student_not_estimator":
+        student = object()
+    elif case == "student_string":
+        student = "LogisticRegression"
+    elif case == "teacher_not_private":
+        teacher = LogisticRegression()
+    elif case == "teacher_regressor":
+        from dpsklearn.private_prediction import PrivatePredictionRegressor
+
+        teacher = PrivatePredictionRegressor(accountant=shared)
+    elif case == "y_continuous":
+        y = y + 0.5 * np.arange(len(y)) / len(y)
+    kt = KnowledgeTransferClassifier(teacher, student)
+    with pytest.raises(error, match=match):
+        kt.fit(X, y, **fit_params)
+    assert shared.events == []
+    assert not hasattr(kt, "student_")
