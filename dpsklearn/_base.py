@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .fused import fused_ensemble, why_not_fusable
 from .sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
 from .votes import vote_counts
 
@@ -164,9 +165,37 @@ class TeacherEnsembleMixin:
             verbose=self.verbose,
         )
         self.n_estimators_ = n_estimators
+        self._fused_ensemble_ = (
+            self._build_fused_ensemble() if classifier else None
+        )
+
+    def _build_fused_ensemble(self):
+        """Stack linear teachers for the fused vote path (issue 7, item 3).
+
+        ``fused="auto"`` (also the default of estimators without a ``fused``
+        parameter) uses it when every teacher can be fused; ``True`` requires
+        it; ``False`` keeps the per-teacher path. Votes are identical either
+        way (:mod:`dpsklearn.fused`).
+        """
+        mode = getattr(self, "fused", "auto")
+        if mode is False:
+            return None
+        fused = fused_ensemble(self.estimators_, len(self.classes_))
+        if fused is None and mode is True:
+            reasons = {why_not_fusable(t) for t in self.estimators_} - {None}
+            raise ValueError(
+                "fused=True needs every teacher to be a linear classifier or a "
+                "Pipeline of affine scalers and one; here: "
+                f"{'; '.join(sorted(reasons)) or 'teachers disagree on n_features'}."
+                " Use fused='auto' or False."
+            )
+        return fused
 
     def _vote_counts(self, X):
         """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X`` (chunked)."""
+        fused = getattr(self, "_fused_ensemble_", None)
+        if fused is not None:
+            return fused.vote_counts(X, self.estimators_)
         n_classes = len(self.classes_)
         counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
         for rows, predictions in teacher_outputs(self.estimators_, X, "predict"):
