@@ -3,6 +3,8 @@
 Seed 002 (Bassily, Thakkar, Thakurta 2018), Algorithms 3 and 4, with the
 corrections of SPEC 2.2 (distance to instability under replace-one) and
 SPEC 2.4 (halting at ``T``; a threshold calibrated on ``T``, not ``m``).
+``mechanism="confident_gnmax"`` answers with Confident-GNMax instead
+(Papernot et al. 2018; :mod:`dpsklearn.gnmax`).
 """
 
 from __future__ import annotations
@@ -21,14 +23,29 @@ from ._base import (
     output_dtype,
 )
 from ._serving import ServingState
-from .accounting import PrivacyEvent
-from .calibration import calibrate_sparse_vector
+from .accounting import PrivacyAccountant, PrivacyEvent
+from .calibration import calibrate_confident_gnmax, calibrate_sparse_vector
 from .exceptions import BudgetExhaustedError
+from .gnmax import ConfidentGNMaxEngine, confident_gnmax_threshold
 from .noise import DiscreteLaplaceStream, exponential_mechanism, make_noise_generators
 from .sparse_vector import SparseVectorEngine
 from .votes import majority_and_gap
 
 __all__ = ["SubsampleAggregateClassifier"]
+
+_GAUSSIAN_CALIBRATIONS = ("rdp", "zcdp")
+
+# Fitted figures that belong to one mechanism only.
+_MECHANISM_ATTRIBUTES = (
+    "threshold_",
+    "noise_scale_",
+    "sparse_vector_epsilon_",
+    "fallback_epsilon_",
+    "sigma_threshold_",
+    "sigma_argmax_",
+    "max_answers_",
+    "rho_",
+)
 
 
 class SubsampleAggregateClassifier(
@@ -54,6 +71,18 @@ class SubsampleAggregateClassifier(
     exponential-mechanism answers (basic composition). The fitted object
     itself holds the teachers and is as secret as the training data.
 
+    With ``mechanism="confident_gnmax"`` (Papernot et al. 2018, Algorithm 1)
+    a query is answered only when its largest vote count plus discrete
+    Gaussian noise ``N_Z(0, sigma1^2)`` reaches ``threshold_``, and then by
+    the noisy argmax of the counts plus ``N_Z(0, sigma2^2)`` each; other
+    queries get ``abstain_label``, and the model halts after ``max_answers``
+    answers. Accounted in Renyi DP for the worst case the data cannot
+    change: all ``max_queries`` threshold checks (sensitivity 1) plus
+    ``max_answers`` noisy argmaxes (L2 sensitivity ``sqrt(2)``), calibrated
+    at ``fit`` (:func:`~dpsklearn.calibration.calibrate_confident_gnmax`).
+    ``max_queries`` is then part of the guarantee and required;
+    ``max_unstable``, ``fallback`` and ``noisy_max_share`` are not used.
+
     Parameters
     ----------
     estimator : estimator, default=None
@@ -68,13 +97,17 @@ class SubsampleAggregateClassifier(
         Total delta, in (0, 1). Must be positive: the stability test fails
         with probability at most delta.
     max_queries : int, default=None
-        Operational cap on the number of queries (not part of the guarantee).
-        The query after the cap raises :class:`BudgetExhaustedError`.
+        Operational cap on the number of queries (not part of the guarantee
+        of the sparse vector mechanism). The query after the cap raises
+        :class:`BudgetExhaustedError`. Required by ``"confident_gnmax"``,
+        whose guarantee charges every one of these queries.
     max_unstable : int, default=100
         ``T``: how many failed stability tests the budget pays for.
-    calibration : {"auto", "paper", "exact", "pure"}, default="auto"
+    calibration : {"auto", "paper", "exact", "pure", "rdp", "zcdp"}, default="auto"
         How ``lam`` and ``w`` are derived from the budget (SPEC 2.4). ``"auto"``
-        takes the admissible one with the smallest threshold.
+        takes the admissible one with the smallest threshold. For
+        ``"confident_gnmax"``: ``"rdp"`` (dp_accounting's RDP accountant) or
+        ``"zcdp"``; ``"auto"`` takes the one with less noise.
     fallback : {"noisy_max", "abstain"}, default="noisy_max"
         Answer to a query that fails the test: the exponential mechanism on the
         votes, or ``abstain_label``.
@@ -106,6 +139,19 @@ class SubsampleAggregateClassifier(
         Parallel jobs for fitting teachers (joblib).
     verbose : int, default=0
         Progress of the fit (joblib) and per-call abstention counts.
+    mechanism : {"sparse_vector", "confident_gnmax"}, default="sparse_vector"
+        How queries are answered: the paper's stability test (SPEC 2.4), or
+        Confident-GNMax (SPEC 3.1, beyond the paper).
+    max_answers : int, default=None
+        ``"confident_gnmax"`` only: the model halts after this many answers
+        (abstentions do not count); ``None`` means ``max_queries``. Fewer
+        answers paid for means less noise on each.
+    fused : "auto" or bool, default="auto"
+        Vote counting. ``"auto"``: when every teacher is linear (or a
+        Pipeline of affine scalers and a linear model), one matrix multiply
+        per query chunk for all teachers (:mod:`dpsklearn.fused`), with votes
+        identical to the per-teacher path; ``False``: always ask each
+        teacher; ``True``: require the fused path (``fit`` raises otherwise).
 
     Attributes
     ----------
@@ -124,6 +170,17 @@ class SubsampleAggregateClassifier(
     sparse_vector_epsilon_ : float
     fallback_epsilon_ : float
         Epsilon of each ``noisy_max`` answer (0 for ``"abstain"``).
+    sigma_threshold_ : float
+        ``"confident_gnmax"``: ``sigma1`` of the threshold check (its
+        ``threshold_`` is the vote-count threshold; ``calibration_`` is
+        ``"rdp"`` or ``"zcdp"``).
+    sigma_argmax_ : float
+        ``"confident_gnmax"``: ``sigma2`` of the noisy argmax.
+    max_answers_ : int
+        ``"confident_gnmax"``: answers paid for.
+    rho_ : float
+        ``"confident_gnmax"``: zCDP ``rho`` of the worst case
+        (``max_queries / (2 sigma1^2) + max_answers / sigma2^2``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
@@ -155,12 +212,17 @@ class SubsampleAggregateClassifier(
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
         "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [StrOptions({"auto", "paper", "exact", "pure"})],
+        "calibration": [
+            StrOptions({"auto", "paper", "exact", "pure", "rdp", "zcdp"})
+        ],
         "fallback": [StrOptions({"noisy_max", "abstain"})],
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
         "abstain_label": "no_validation",
         "on_exhausted": [StrOptions({"raise", "abstain"})],
         "classes": ["array-like", None],
+        "mechanism": [StrOptions({"sparse_vector", "confident_gnmax"})],
+        "max_answers": [Interval(Integral, 1, None, closed="left"), None],
+        "fused": [StrOptions({"auto"}), "boolean"],
     }
 
     def __init__(
@@ -184,6 +246,9 @@ class SubsampleAggregateClassifier(
         noise_random_state=None,
         n_jobs=None,
         verbose=0,
+        mechanism="sparse_vector",
+        max_answers=None,
+        fused="auto",
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -203,6 +268,9 @@ class SubsampleAggregateClassifier(
         self.noise_random_state = noise_random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.mechanism = mechanism
+        self.max_answers = max_answers
+        self.fused = fused
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -251,6 +319,14 @@ class SubsampleAggregateClassifier(
         X, y_encoded = self._validate_classification_data(X, y)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
+        if self.mechanism == "confident_gnmax":
+            return self._fit_confident_gnmax(X, y_encoded, n_samples)
+        if self.calibration in _GAUSSIAN_CALIBRATIONS:
+            raise ValueError(
+                f"calibration={self.calibration!r} is for "
+                "mechanism='confident_gnmax'; the sparse vector mechanism takes "
+                "'auto', 'paper', 'exact' or 'pure'."
+            )
         if self.fallback == "abstain":
             check_abstain_label(self.abstain_label, self.classes_, 'fallback="abstain"')
         if self.on_exhausted == "abstain":
@@ -277,6 +353,7 @@ class SubsampleAggregateClassifier(
         self._fit_teacher_ensemble(X, y_encoded, n_estimators)
 
         accountant.spend_events(events)  # atomic: the whole release is reserved
+        self._drop_mechanism_attributes()
         self.accountant_ = accountant
         self.calibration_ = calibration.name
         self.threshold_ = calibration.threshold
@@ -308,8 +385,161 @@ class SubsampleAggregateClassifier(
             "abstain_label": self.abstain_label,
             "on_exhausted": self.on_exhausted,
             "verbose": self.verbose,
+            "mechanism": "sparse_vector",
         }
         return ServingState(config, {"fallback": fallback_gen}, reseed, engine)
+
+    # -- Confident-GNMax -----------------------------------------------------
+    def _drop_mechanism_attributes(self):
+        # A refit with the other mechanism must not leave stale figures.
+        for name in _MECHANISM_ATTRIBUTES:
+            self.__dict__.pop(name, None)
+
+    def _fit_confident_gnmax(self, X, y_encoded, n_samples):
+        """Fit for ``mechanism="confident_gnmax"`` (SPEC 3.1, beyond the paper)."""
+        if self.max_queries is None:
+            raise ValueError(
+                "max_queries must be set (an integer >= 1) for "
+                "mechanism='confident_gnmax': every query's threshold check is "
+                "charged, so the number of queries is part of the guarantee."
+            )
+        if self.calibration not in ("auto", *_GAUSSIAN_CALIBRATIONS):
+            raise ValueError(
+                f"calibration={self.calibration!r} is for the sparse vector "
+                "mechanism; mechanism='confident_gnmax' takes 'auto', 'rdp' or "
+                "'zcdp'."
+            )
+        max_answers = self.max_queries if self.max_answers is None else self.max_answers
+        if max_answers > self.max_queries:
+            raise ValueError(
+                f"max_answers={self.max_answers} must be at most "
+                f"max_queries={self.max_queries}."
+            )
+        check_abstain_label(
+            self.abstain_label, self.classes_, 'mechanism="confident_gnmax"'
+        )
+        n_estimators = self._resolve_n_estimators(n_samples)
+        calibration = calibrate_confident_gnmax(
+            self.epsilon,
+            self.delta,
+            self.max_queries,
+            max_answers,
+            calibration=self.calibration,
+        )
+        threshold = confident_gnmax_threshold(
+            n_estimators, len(self.classes_), calibration.sigma_argmax
+        )
+        if threshold > n_estimators:
+            import warnings
+
+            warnings.warn(
+                f"mechanism='confident_gnmax' with k={n_estimators} teachers: the "
+                f"vote threshold {threshold:.0f} exceeds k (noise sigma2="
+                f"{calibration.sigma_argmax:.0f} for max_answers={max_answers} "
+                f"at epsilon={self.epsilon}), so only noise can pass the "
+                "threshold check; use more teachers, fewer max_answers or "
+                "max_queries, or a larger epsilon.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+        if self.accountant is None:
+            accountant = PrivacyAccountant._for_model(
+                self.epsilon, self.delta, composition=calibration.name
+            )
+        else:
+            accountant = self.accountant
+        events = self._gnmax_events(accountant, calibration)
+        if events[0].kind != "gaussian":  # Gaussian events were checked already
+            self._check_budget_available(accountant, events)
+
+        self._fit_teacher_ensemble(X, y_encoded, n_estimators)
+
+        accountant.spend_events(events)  # atomic: the whole release is reserved
+        self._drop_mechanism_attributes()
+        self.accountant_ = accountant
+        self.calibration_ = calibration.name
+        self.threshold_ = threshold
+        self.sigma_threshold_ = calibration.sigma_threshold
+        self.sigma_argmax_ = calibration.sigma_argmax
+        self.max_answers_ = max_answers
+        self.rho_ = calibration.rho
+        generators, reseed = make_noise_generators(self.noise_random_state, 1)
+        engine = ConfidentGNMaxEngine(
+            threshold,
+            calibration.sigma_threshold,
+            calibration.sigma_argmax,
+            max_answers,
+        )
+        config = {
+            "max_queries": self.max_queries,
+            "max_answers": max_answers,
+            "abstain_label": self.abstain_label,
+            "on_exhausted": self.on_exhausted,
+            "verbose": self.verbose,
+            "mechanism": "confident_gnmax",
+        }
+        self._serving_state_ = ServingState(
+            config, {"gnmax": generators[0]}, reseed, engine
+        )
+        return self
+
+    def _gnmax_events(self, accountant, calibration):
+        """The worst case as Gaussian events, or as one (epsilon, delta) release.
+
+        An accountant that composes in RDP or zCDP records the Gaussian events
+        themselves (discrete Gaussian noise has the continuous one's RDP
+        curve, CKS 2020); any other composition (basic, advanced, PLD, whose
+        continuous-Gaussian loss curve does not cover discrete noise)
+        records the calibrated ``(epsilon, delta)`` of the whole mechanism.
+        """
+        label = type(self).__name__
+        gaussian = [
+            PrivacyEvent.gaussian(
+                calibration.sigma_threshold,
+                1.0,
+                count=calibration.max_queries,
+                label=label,
+            ),
+            PrivacyEvent.gaussian(
+                calibration.sigma_argmax,
+                math.sqrt(2.0),
+                count=calibration.max_answers,
+                label=label,
+            ),
+        ]
+        composition = getattr(accountant, "composition", "basic")
+        can_spend_events = getattr(accountant, "can_spend_events", None)
+        if (
+            composition in _GAUSSIAN_CALIBRATIONS
+            and can_spend_events is not None
+            and can_spend_events(gaussian)
+        ):
+            return gaussian
+        return [
+            PrivacyEvent.approximate(
+                self.epsilon, self.delta, kind="confident_gnmax", label=label
+            )
+        ]
+
+    def _serve_confident_gnmax(self, X, state, labels, abstained):
+        """Answer the allowed prefix of ``X``; return how many were processed."""
+        config = state.config
+        engine = state.engine
+        n_allowed = state.queries_allowed(X.shape[0])
+        if n_allowed == 0 or engine.halted:
+            return 0
+        counts = self._vote_counts(X[:n_allowed])
+        answers, answered, n_processed = engine.run(
+            counts, state.generators["gnmax"]
+        )
+        state.n_served += n_processed
+        rows = np.flatnonzero(answered)
+        labels[rows] = self.classes_[answers[rows]]
+        rows = np.flatnonzero(~answered)
+        labels[rows] = config["abstain_label"]
+        abstained[rows] = True
+        return n_processed
 
     def _warn_if_nothing_can_pass(self, n_estimators, calibration):
         # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
@@ -364,11 +594,16 @@ class SubsampleAggregateClassifier(
             n_queries, dtype=output_dtype(classes, config["abstain_label"])
         )
         abstained = np.zeros(n_queries, dtype=bool)
+        gnmax = config.get("mechanism") == "confident_gnmax"
         with state.lock:
             engine = state.engine
             n_allowed = state.queries_allowed(n_queries)
             n_processed = 0
-            if n_allowed > 0 and not engine.halted:
+            if gnmax:
+                n_processed = self._serve_confident_gnmax(
+                    X, state, labels, abstained
+                )
+            elif n_allowed > 0 and not engine.halted:
                 counts = self._vote_counts(X[:n_allowed])
                 majority, gap = majority_and_gap(counts)
                 distance = np.maximum(0, (gap + 1) // 2 - 1)  # SPEC 2.2
@@ -388,22 +623,33 @@ class SubsampleAggregateClassifier(
                     labels[failed] = config["abstain_label"]
                     abstained[failed] = True
             if config["verbose"]:
+                limit = (
+                    f"; answers {engine.n_answers} of {config['max_answers']}"
+                    if gnmax
+                    else f" of {config['max_unstable']}"
+                )
                 print(
                     f"[{type(self).__name__}] answered {n_processed} of "
                     f"{n_queries} queries; abstention count "
-                    f"{engine.abstention_count} of {config['max_unstable']}"
+                    f"{engine.abstention_count}{limit}"
                 )
         if n_processed < n_queries:
             if config["on_exhausted"] == "abstain":
                 labels[n_processed:] = config["abstain_label"]
                 abstained[n_processed:] = True
             else:
-                reason = (
-                    f"the model halted after max_unstable={config['max_unstable']} "
-                    "failed stability tests"
-                    if engine.halted
-                    else f"max_queries={config['max_queries']} is reached"
-                )
+                if engine.halted and gnmax:
+                    reason = (
+                        f"the model halted after max_answers={config['max_answers']} "
+                        "answers"
+                    )
+                elif engine.halted:
+                    reason = (
+                        f"the model halted after max_unstable="
+                        f"{config['max_unstable']} failed stability tests"
+                    )
+                else:
+                    reason = f"max_queries={config['max_queries']} is reached"
                 raise BudgetExhaustedError(
                     f"{reason}; {n_processed} of {n_queries} queries in this call "
                     "were answered (see partial_predictions).",
@@ -425,10 +671,14 @@ class SubsampleAggregateClassifier(
         state = self._serving_state_
         with state.lock:
             engine = state.engine
-            return {
+            status = {
                 "n_answered": state.n_served,
                 "abstention_count": engine.abstention_count,
-                "max_unstable": state.config["max_unstable"],
+                "max_unstable": state.config.get("max_unstable"),
                 "halted": engine.halted,
                 "max_queries": state.config["max_queries"],
             }
+            if state.config.get("mechanism") == "confident_gnmax":
+                status["n_gnmax_answers"] = engine.n_answers
+                status["max_answers"] = state.config["max_answers"]
+            return status
