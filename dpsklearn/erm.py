@@ -57,11 +57,11 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import ACCEPT_SPARSE, TeacherEnsembleMixin
-from .accounting import PrivacyEvent
-from .exceptions import PrivacyLeakWarning
+from .accounting import PrivacyAccountant, PrivacyEvent
+from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import exponential_mechanism, make_noise_generators
 
 __all__ = [
@@ -257,6 +257,53 @@ def _threshold_grid(bounds, n_thresholds):
     return lo + (hi - lo) * fractions[None, :]
 
 
+# Columns are read in blocks of about this many entries, transposed once, so
+# that each feature is a contiguous row (a strided column read would pull the
+# whole matrix through the cache once per feature).
+_BLOCK_ENTRIES = 1 << 21
+
+
+def _columns(X, features):
+    """Yield ``(j, X[:, features[j]])`` as contiguous 1-D arrays, block by block."""
+    if sparse.issparse(X):
+        X = X.tocsc()
+        for j, f in enumerate(features):
+            yield j, _column(X, f)
+        return
+    block = max(1, _BLOCK_ENTRIES // max(1, X.shape[0]))
+    for start in range(0, len(features), block):
+        cols = features[start : start + block]
+        rows = np.ascontiguousarray(np.take(X, cols, axis=1).T)
+        for offset, row in enumerate(rows):
+            yield start + offset, row
+
+
+def _bucketize(thresholds, x):
+    """``np.searchsorted(thresholds, x, side="left")`` for a sorted grid, faster.
+
+    On an evenly spaced grid the bucket is ``ceil((x - t_0) / step)``; the
+    loop then moves every entry to the exact bucket ``#{k : t_k < x}`` by
+    comparing with the true thresholds, so the result equals searchsorted's
+    for any sorted grid (one pass of O(n) array work on a uniform grid,
+    instead of a binary search per row).
+    """
+    k = len(thresholds)
+    step = (thresholds[-1] - thresholds[0]) / (k - 1) if k > 1 else 0.0
+    if not (step > 0 and np.isfinite(step)):
+        return np.searchsorted(thresholds, x, side="left")
+    guess = np.ceil((x - thresholds[0]) * (1.0 / step))
+    np.clip(guess, 0, k, out=guess)
+    bins = guess.astype(np.intp)
+    padded = np.concatenate([[-np.inf], thresholds, [np.inf]])
+    while True:
+        up = padded[bins + 1] < x  # t[bins] < x: the bucket is higher
+        down = padded[bins] >= x  # t[bins - 1] >= x: the bucket is lower
+        if not (up.any() or down.any()):
+            return bins
+        bins += up
+        bins -= down
+
+
 class _BoundStumps:
     """Stumps on a grid; hypothesis ``(j, k, p)`` has index ``(j K + k) P + p``."""
 
@@ -274,13 +321,9 @@ class _BoundStumps:
         totals = np.asarray(loss.totals)
         dtype = np.int64 if totals.dtype.kind in "iu" else np.float64
         out = np.empty((d, k, len(self.pairs)), dtype=dtype)
-        if sparse.issparse(X):
-            X = X.tocsc()
-        for j in range(d):  # one pass per feature; everything inside is vectorised
-            # x <= t_k  <=>  bucket <= k  (side="left" puts x == t_k in bucket k)
-            bins = np.searchsorted(
-                self.thresholds[j], _column(X, self.features[j]), side="left"
-            )
+        for j, column in _columns(X, self.features):
+            # x <= t_k  <=>  bucket <= k  (x == t_k falls in bucket k)
+            bins = _bucketize(self.thresholds[j], column)
             per_bin = loss.bin_sums(bins, k + 1)  # (K + 1, V)
             left = np.cumsum(per_bin[:k], axis=0)  # loss of v on rows x <= t_k
             right = totals[None, :] - left  # loss of v on rows x > t_k
@@ -523,9 +566,53 @@ def _bind_hypotheses(hypotheses, X, outputs):
 # --------------------------------------------------------------------------
 
 _HYPOTHESES_CONSTRAINT = [list, tuple, HasMethods(["bind"]), None]
+_ACCEPT_SPARSE = ("csr", "csc")
 
 
-class _ERMMixin:
+class _SingleReleaseMixin:
+    """Budget steps of a model whose whole release is paid for at ``fit``.
+
+    Shared by the ERM estimators and :class:`~dpsklearn.statistical_queries.
+    PrivateStatisticalQueries`: an accountant (the model's own when
+    ``accountant=None``), a check that it can pay before the private data is
+    touched, and "fitted" meaning a completed fit (``_fitted_marker``), so a
+    fit refused part-way leaves the model unfitted.
+    """
+
+    _fitted_marker = "hypothesis_"
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, self._fitted_marker)
+
+    def _start_fit(self):
+        """Forget a previous fit: a refit that fails leaves the model unfitted."""
+        self.__dict__.pop(self._fitted_marker, None)
+        self._validate_params()
+
+    def _check_finite_epsilon(self):
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
+
+    def _get_accountant(self, epsilon, delta=0.0):
+        if self.accountant is None:
+            return PrivacyAccountant._for_model(epsilon, delta)
+        return self.accountant
+
+    def _check_budget_available(self, accountant, events):
+        """Refuse before any private computation when the budget cannot pay."""
+        epsilon = math.fsum(e.epsilon * e.count for e in events)
+        delta = math.fsum(e.delta * e.count for e in events)
+        if not accountant.can_spend(epsilon, delta):
+            remaining = accountant.remaining
+            raise BudgetExhaustedError(
+                f"the accountant cannot pay for this fit: it needs (epsilon="
+                f"{epsilon:.6g}, delta={delta:.3g}) and has (epsilon="
+                f"{remaining[0]:.6g}, delta={remaining[1]:.3g}) left.",
+                spends=accountant.events,
+            )
+
+
+class _ERMMixin(_SingleReleaseMixin):
     """Fit steps shared by the classifier and the regressor."""
 
     def _select(self, X, bound, loss):
@@ -565,13 +652,11 @@ class _ERMMixin:
         y_pred : ndarray of shape (n_queries,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE)
+        X = validate_data(self, X, reset=False, accept_sparse=_ACCEPT_SPARSE)
         return np.asarray(_predict_with(self.hypothesis_, X))
 
 
-class ExponentialMechanismERM(
-    _ERMMixin, TeacherEnsembleMixin, ClassifierMixin, BaseEstimator
-):
+class ExponentialMechanismERM(_ERMMixin, ClassifierMixin, BaseEstimator):
     """Private classifier: the exponential mechanism over a finite hypothesis class.
 
     ``fit`` scores every hypothesis by its number of training errors and
@@ -676,6 +761,33 @@ class ExponentialMechanismERM(
         tags.input_tags.sparse = True
         return tags
 
+    def _validate_classification_data(self, X, y):
+        """Validate ``X, y``, fix the public ``classes_``, return label indices."""
+        X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE)
+        check_classification_targets(y)
+        if self.classes is None:
+            warnings.warn(
+                "classes is None: the label set is taken from the private "
+                "training labels (classes_ = unique(y)), so a label held by one "
+                "record can appear in the output range. Pass the public label "
+                "set as `classes`.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            classes = np.unique(y)
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            if classes.ndim != 1 or classes.size == 0:
+                raise ValueError("classes must be a non-empty 1-D array of labels.")
+            unseen = np.setdiff1d(np.unique(y), classes)
+            if unseen.size:
+                raise ValueError(
+                    f"y contains {unseen.size} label(s) that are not in the given "
+                    "`classes`; every training label must be one of `classes`."
+                )
+        self.classes_ = classes
+        return X, np.searchsorted(classes, y).astype(np.int64)
+
     def fit(self, X, y):
         """Choose one hypothesis with the exponential mechanism.
 
@@ -688,17 +800,15 @@ class ExponentialMechanismERM(
         -------
         self : object
         """
-        self._validate_params()
+        self._start_fit()
         X, y_index = self._validate_classification_data(X, y)
-        self._check_epsilon_delta(X.shape[0], delta_positive=False)
+        self._check_finite_epsilon()
         bound = _bind_hypotheses(self.hypotheses, X, self.classes_)
         self._select(X, bound, _ZeroOneLoss(y_index, self.classes_))
         return self
 
 
-class ExponentialMechanismERMRegressor(
-    _ERMMixin, TeacherEnsembleMixin, RegressorMixin, BaseEstimator
-):
+class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator):
     """Private regressor: the exponential mechanism on the clipped squared loss.
 
     ``fit`` scores every hypothesis by ``L(h) = sum_i min((h(x_i) - y_i)^2, B)``
@@ -834,9 +944,9 @@ class ExponentialMechanismERMRegressor(
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True)
-        self._check_epsilon_delta(X.shape[0], delta_positive=False)
+        self._start_fit()
+        X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE, y_numeric=True)
+        self._check_finite_epsilon()
         is_list = isinstance(self.hypotheses, (list, tuple))
         leaf_values = None
         if is_list and self.loss_bound is not None:

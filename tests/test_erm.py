@@ -483,3 +483,19 @@ def test_regressor_with_stumps_and_leaf_grid():
     h = reg.hypothesis_
     assert (h.feature, h.threshold, h.left, h.right) == (1, 0.25, 1.0, 3.0)
     assert reg.score(X, y) == 1.0
+
+
+def test_a_refused_fit_leaves_the_model_unfitted():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data()
+    shared = PrivacyAccountant(epsilon=1.0)
+    clf = ExponentialMechanismERM(
+        DecisionStumps(feature_bounds=(0, 1)), epsilon=0.6, classes=[0, 1]
+    )
+    clf.set_params(accountant=shared).fit(X, y)
+    clf.predict(X)
+    with pytest.raises(BudgetExhaustedError):
+        clf.fit(X, y)  # the second 0.6 does not fit in 1.0
+    with pytest.raises(NotFittedError):
+        clf.predict(X)  # no stale hypothesis from the first fit
