@@ -8,7 +8,6 @@ noise. :class:`PrivateStatisticalQueries` is that oracle.
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,9 +16,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import TeacherEnsembleMixin
 from ._serving import ServingState
 from .accounting import PrivacyEvent
+from .erm import _SingleReleaseMixin
 from .exceptions import BudgetExhaustedError
 from .noise import (
     default_grid_step,
@@ -48,7 +47,7 @@ def _unit_values(values, n_rows, what):
     return np.clip(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
 
 
-class PrivateStatisticalQueries(TeacherEnsembleMixin, BaseEstimator):
+class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
     """Answer up to ``n_queries`` statistical queries, each on its own chunk.
 
     ``fit(X, y)`` cuts the rows into ``M = n_queries`` disjoint chunks by a
@@ -178,6 +177,8 @@ class PrivateStatisticalQueries(TeacherEnsembleMixin, BaseEstimator):
         "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
+    _fitted_marker = "_serving_state_"
+
     def __init__(
         self,
         n_queries=10,
@@ -212,14 +213,13 @@ class PrivateStatisticalQueries(TeacherEnsembleMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
+        self._start_fit()
         if y is None:
             X = validate_data(self, X)
         else:
             X, y = validate_data(self, X, y, multi_output=True)
         n_samples = X.shape[0]
-        if not math.isfinite(self.epsilon):
-            raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
+        self._check_finite_epsilon()
         if self.n_queries > n_samples:
             raise ValueError(
                 f"n_queries={self.n_queries} needs at least one row per chunk "

@@ -291,3 +291,15 @@ def test_worked_example_beats_base_rate_without_pinned_noise():
         sq = PrivateStatisticalQueries(3 * d + 1, epsilon=1.0, random_state=1).fit(X, y)
     predict = nearest_centroid_from_queries(sq, d)
     assert np.mean(predict(X) == y) > 1 - y.mean()
+
+
+def test_a_refused_fit_leaves_the_oracle_unfitted():
+    from sklearn.exceptions import NotFittedError
+
+    shared = PrivacyAccountant(epsilon=1.0)
+    sq = PrivateStatisticalQueries(2, epsilon=0.6, accountant=shared)
+    sq.fit(np.zeros((4, 1)))
+    with pytest.raises(BudgetExhaustedError):
+        sq.fit(np.zeros((4, 1)))
+    with pytest.raises(NotFittedError):
+        sq.query_mean(lambda X, y: X[:, 0])
