@@ -121,7 +121,10 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True  # labels carry privacy noise
-        tags.non_deterministic = get_tags(self._teacher()).non_deterministic
+        try:
+            tags.non_deterministic = get_tags(self._teacher()).non_deterministic
+        except Exception:  # not an estimator: fit will say so
+            tags.non_deterministic = True
         tags.input_tags.sparse = False
         return tags
 

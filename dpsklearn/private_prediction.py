@@ -45,18 +45,17 @@ from .noise import (
     make_noise_generators,
     project_to_simplex,
 )
+from .planning import private_prediction_r
 from .sharding import teacher_class_probabilities, teacher_outputs
 
-__all__ = [
-    "PrivatePredictionClassifier",
-    "PrivatePredictionRegressor",
-    "theorem1_n_estimators",
-]
+__all__ = ["PrivatePredictionClassifier", "PrivatePredictionRegressor"]
 
 # Under zCDP an exponential-mechanism row is eps_q^2/8 and a Laplace-type row
 # eps_q^2/2 (SPEC 3.3): one predict_proba row costs four predict rows. Under
 # basic composition both cost eps_q. Costs are in units of one predict row.
 _PROBA_COST = {"basic": 1, "zcdp": 4}
+# zCDP rho of one query unit, per eps_q^2 (SPEC 3.3).
+_ZCDP_RHO_PER_UNIT = {"exponential": 1.0 / 8.0, "laplace": 1.0 / 2.0}
 
 _PRIVATE_PREDICTION_CONSTRAINTS = {
     **ENSEMBLE_CONSTRAINTS,
@@ -64,39 +63,6 @@ _PRIVATE_PREDICTION_CONSTRAINTS = {
     "max_queries": [Interval(Integral, 1, None, closed="left"), None],
     "calibration": [StrOptions({"auto", "basic", "zcdp"})],
 }
-
-
-def theorem1_n_estimators(epsilon_per_query, target_error):
-    """Teachers needed by seed 000's Theorem 1: ``r = ceil(6 ln(4/alpha) / eps)``.
-
-    Theorem 1 (Dwork and Feldman 2018): with ``r`` teachers, each a PAC
-    learner at error ``alpha/4``, the soft majority answered by the
-    exponential mechanism at ``eps`` has error about ``alpha``.
-
-    Parameters
-    ----------
-    epsilon_per_query : float
-        ``eps_q`` of one prediction (> 0).
-    target_error : float
-        ``alpha`` in (0, 1).
-
-    Returns
-    -------
-    r : int
-
-    Examples
-    --------
-    >>> from dpsklearn.private_prediction import theorem1_n_estimators
-    >>> theorem1_n_estimators(1.0, 0.1)  # ceil(6 ln 40) = ceil(22.13)
-    23
-    """
-    eps = float(epsilon_per_query)
-    alpha = float(target_error)
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"epsilon_per_query must be > 0, got {epsilon_per_query!r}.")
-    if not 0 < alpha < 1:
-        raise ValueError(f"target_error must be in (0, 1), got {target_error!r}.")
-    return max(1, math.ceil(6.0 * math.log(4.0 / alpha) / eps))
 
 
 def check_dense(estimator, X):
@@ -244,13 +210,24 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
     def budget_status(self):
         """Public serving counters: query units spent and left.
 
+        One query unit is one ``predict`` row: ``eps_q`` under basic
+        composition, ``eps_q^2/8`` (classifier) or ``eps_q^2/2`` (regressor)
+        of zCDP ``rho`` under ``"zcdp"``.
+
         Returns
         -------
         status : dict
-            ``max_queries``, ``query_units_spent``, ``query_units_remaining``
-            and the ``rows_released`` per method (distinct rows).
+            ``max_queries``, ``query_units_spent``, ``query_units_remaining``,
+            the ``rows_released`` per method (distinct rows) and
+            ``privacy_spent``: ``{"epsilon": ...}`` (basic) or ``{"rho": ...}``
+            (zCDP) of the units spent, out of the total in ``privacy_budget``.
         """
         state = self._serving_state_
+        eps_q = state.config["epsilon_per_query"]
+        if self.calibration_ == "basic":
+            name, per_unit = "epsilon", eps_q
+        else:
+            name, per_unit = "rho", eps_q**2 * _ZCDP_RHO_PER_UNIT[self._release]
         with state.lock:
             cap = state.config["max_queries"]
             return {
@@ -260,6 +237,8 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
                 "rows_released": {
                     name: len(cache) for name, cache in state.caches.items()
                 },
+                "privacy_spent": {name: state.n_served * per_unit},
+                "privacy_budget": {name: cap * per_unit},
             }
 
 
@@ -435,7 +414,7 @@ class PrivatePredictionClassifier(
     def _resolve_k(self, n_samples, epsilon_per_query):
         if self.n_estimators != "auto":
             return self._resolve_n_estimators(n_samples)
-        needed = theorem1_n_estimators(epsilon_per_query, self.target_error)
+        needed = private_prediction_r(self.target_error, epsilon_per_query)  # Thm 1
         supported = max(1, n_samples // self.min_samples_per_shard)
         if needed > supported:
             warnings.warn(

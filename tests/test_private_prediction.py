@@ -30,7 +30,6 @@ from dpsklearn.noise import (
 from dpsklearn.private_prediction import (
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
-    theorem1_n_estimators,
 )
 from dpsklearn.sharding import ConstantTeacher
 
@@ -230,7 +229,13 @@ def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
     assert clf.proba_cost_ == 4
     clf.predict_proba(X[:3])  # 12 units
     clf.predict(X[:5])  # 5 units
-    assert clf.budget_status()["query_units_spent"] == 17
+    status = clf.budget_status()
+    assert status["query_units_spent"] == 17
+    rho_per_unit = clf.epsilon_per_query_**2 / 8
+    assert status["privacy_spent"]["rho"] == pytest.approx(17 * rho_per_unit)
+    assert status["privacy_budget"]["rho"] == pytest.approx(20 * rho_per_unit)
+    # ... which is the total rho of (epsilon=1, delta=1e-5) (see EPS_Q_TABLE).
+    assert status["privacy_budget"]["rho"] == pytest.approx(2.081993833953546e-2)
     clf.predict_proba(X[:3])  # cached: free
     with pytest.raises(BudgetExhaustedError) as info:
         clf.predict_proba(X[:5])  # rows 3 and 4 need 8 units, 3 are left
@@ -317,17 +322,11 @@ def test_shared_accountant_refuses_the_fit_before_training(binary_data):
 
 
 # -- n_estimators="auto" (Theorem 1) -----------------------------------------
-def test_theorem1_n_estimators():
-    assert theorem1_n_estimators(1.0, 0.1) == math.ceil(6 * math.log(40))  # 23
-    assert theorem1_n_estimators(0.05, 0.01) == math.ceil(120 * math.log(400))
-    with pytest.raises(ValueError, match="target_error"):
-        theorem1_n_estimators(1.0, 1.5)
-
-
 def test_auto_n_estimators_follows_theorem1_capped_by_rows():
     X, y = make_classification(n_samples=1000, n_features=4, random_state=0)
     clf = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(X, y)
-    assert clf.n_estimators_ == 23  # eps_q = 1 (basic), target_error 0.1
+    # eps_q = 1 (basic), target_error 0.1: r = ceil(6 ln 40) = 23.
+    assert clf.n_estimators_ == 23 == math.ceil(6 * math.log(40))
     with pytest.warns(UserWarning, match="Theorem 1 asks for r=23"):
         small = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(
             X[:200], y[:200]
