@@ -162,6 +162,11 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None``: ``(0, 1)`` for a
         classifier ``estimator``; inferred from ``y`` with a
         :class:`PrivacyLeakWarning` for a regressor.
+    on_exhausted : {"raise", "abstain"}, default="raise"
+        When the model has halted (or ``max_queries`` is reached): raise
+        :class:`BudgetExhaustedError` carrying the answers already paid for,
+        or answer every further new row with the centre of ``target_range``,
+        flagged as abstained (free: it does not depend on the data).
     min_samples_per_shard : int, default=20
     accountant : PrivacyAccountant, default=None
     random_state : int, RandomState instance or None, default=None
@@ -217,6 +222,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         "fallback": [StrOptions({"midpoint", "noisy_mean"})],
         "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
         "target_range": ["array-like", None],
+        "on_exhausted": [StrOptions({"raise", "abstain"})],
     }
 
     def __init__(
@@ -233,6 +239,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         fallback="midpoint",
         noisy_mean_share=0.5,
         target_range=None,
+        on_exhausted="raise",
         min_samples_per_shard=20,
         accountant=None,
         random_state=None,
@@ -251,6 +258,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         self.fallback = fallback
         self.noisy_mean_share = noisy_mean_share
         self.target_range = target_range
+        self.on_exhausted = on_exhausted
         self.min_samples_per_shard = min_samples_per_shard
         self.accountant = accountant
         self.random_state = random_state
@@ -424,6 +432,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             "target_range": self.target_range_,
             "fallback": self.fallback,
             "fallback_epsilon": fallback_epsilon,
+            "on_exhausted": self.on_exhausted,
             "verbose": self.verbose,
         }
         state = ServingState(config, {"fallback": fallback_gen}, reseed, engine)
@@ -511,8 +520,8 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         ------
         BudgetExhaustedError
             When the model halts (``c`` reaches ``max_unstable``) or reaches
-            ``max_queries`` part-way; ``partial_predictions`` holds the
-            answers already paid for.
+            ``max_queries`` part-way and ``on_exhausted="raise"``;
+            ``partial_predictions`` holds the answers already paid for.
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
@@ -532,7 +541,13 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
                     f"{n_queries}; abstention count {engine.abstention_count} "
                     f"of {state.config['max_unstable']}"
                 )
-        if n_answered < n_queries:
+        values, abstained = out["value"], out["abstained"]
+        if n_answered < n_queries and state.config["on_exhausted"] == "abstain":
+            lo, hi = state.config["target_range"]
+            n_left = n_queries - n_answered
+            values = np.concatenate([values, np.full(n_left, lo + 0.5 * (hi - lo))])
+            abstained = np.concatenate([abstained, np.ones(n_left, dtype=bool)])
+        elif n_answered < n_queries:
             reason = (
                 f"the model halted after max_unstable={state.config['max_unstable']} "
                 "failed stability tests"
@@ -542,13 +557,13 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             raise BudgetExhaustedError(
                 f"{reason}; {n_answered} of {n_queries} queries in this call were "
                 "answered (see partial_predictions).",
-                partial_predictions=out["value"],
+                partial_predictions=values,
                 n_answered=n_answered,
                 spends=self.accountant_.events,
             )
         if return_abstained:
-            return out["value"], out["abstained"]
-        return out["value"]
+            return values, abstained
+        return values
 
     def budget_status(self):
         """Public serving counters: rows answered, abstention count, halted.

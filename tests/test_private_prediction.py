@@ -516,3 +516,22 @@ def test_grid_search_over_epsilon_on_adult():
     accuracy = search.cv_results_["mean_test_score"]
     assert accuracy[-1] - accuracy[0] >= 0.05, accuracy
     assert stats.spearmanr(epsilons, accuracy).statistic >= 0.9, accuracy
+
+
+# -- copies (SPEC 8) ---------------------------------------------------------
+def test_copies_do_not_replay_the_noise(binary_data):
+    import copy
+    import pickle
+
+    X, y = binary_data
+    params = dict(n_estimators=10, max_queries=500, classes=[0, 1])
+    clf = PrivatePredictionClassifier(**params).fit(X, y)
+    for duplicate in (pickle.loads(pickle.dumps(clf)), copy.deepcopy(clf)):
+        assert not np.array_equal(
+            clf.predict_proba(X[:100]), duplicate.predict_proba(X[:100])
+        )
+    seeded = PrivatePredictionClassifier(noise_random_state=3, **params).fit(X, y)
+    duplicate = pickle.loads(pickle.dumps(seeded))
+    np.testing.assert_array_equal(
+        seeded.predict_proba(X[:100]), duplicate.predict_proba(X[:100])
+    )

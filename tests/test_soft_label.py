@@ -242,6 +242,18 @@ def test_halt_at_T_after_a_shifted_pass():
         reg.predict(X[2:])
 
 
+def test_on_exhausted_abstain_keeps_the_mask():
+    reg, X = _model(
+        ["double_fail", "shifted_pass", "first_pass", "shifted_pass"],
+        max_unstable=3,
+        on_exhausted="abstain",
+    )
+    values, abstained = reg.predict(X, return_abstained=True)
+    assert values.tolist() == [4.0, 4.0, 4.0, 4.0]  # the last two: free midpoint
+    assert abstained.tolist() == [True, False, True, True]
+    assert reg._serving_state_.engine.abstention_count == 3
+
+
 def test_halt_when_the_last_query_adds_two():
     # T = 2: shifted pass (c = 1), double fail (c = 3 > T).
     reg, X = _model(["shifted_pass", "double_fail", "first_pass"], max_unstable=2)
@@ -390,3 +402,17 @@ def test_bad_parameters(regression_data, params, match):
     with pytest.raises(ValueError, match=match):
         reg.fit(X, y)
     assert shared.events == []
+
+
+def test_copies_do_not_replay_the_noise(regression_data):
+    import copy
+
+    X, y = regression_data
+    reg = SoftLabelPrivateRegressor(
+        n_estimators=5,
+        max_unstable=1000,
+        fallback="noisy_mean",
+        target_range=(-300, 300),
+    ).fit(X, y)
+    duplicate = copy.deepcopy(reg)
+    assert not np.array_equal(reg.predict(X[:100]), duplicate.predict(X[:100]))
