@@ -499,3 +499,31 @@ def test_a_refused_fit_leaves_the_model_unfitted():
         clf.fit(X, y)  # the second 0.6 does not fit in 1.0
     with pytest.raises(NotFittedError):
         clf.predict(X)  # no stale hypothesis from the first fit
+
+
+def test_erm_scale_benchmark_runs_and_writes_its_tables(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "erm_scale.py"
+    spec = importlib.util.spec_from_file_location("erm_scale", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(
+        [
+            "--quick",
+            "--n-samples",
+            "2000",
+            "--n-features",
+            "5",
+            "--repeats",
+            "1",
+            "--out-dir",
+            str(tmp_path),
+        ]
+    )
+    result = json.loads((tmp_path / "erm_scale_quick.json").read_text())
+    assert result["n_hypotheses"] == 5 * 256 * 2
+    assert result["ratio"] > 0 and result["quick"] is True
+    assert "| ratio |" in (tmp_path / "erm_scale_quick.md").read_text()
