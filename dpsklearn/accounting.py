@@ -935,10 +935,17 @@ class PrivacyAccountant:
     carries its own remaining budget.
 
     Filter validity. A shared accountant sees events chosen adaptively across
-    fits; it uses basic composition (a valid filter, Rogers et al. 2016) and
-    the zCDP / RDP rules of SPEC section 4 (zCDP and RDP filters, Feldman and
-    Zrnic 2021), and refuses ``"advanced"`` and ``"pld"``, which hold only
-    for a sequence of mechanisms fixed in advance.
+    fits, so it refuses ``"advanced"`` and ``"pld"``, which hold only for a
+    sequence of mechanisms fixed in advance. Basic composition is a valid
+    privacy filter (Rogers, Roth, Ullman and Vadhan 2016). For events with a
+    zCDP parameter (pure, exponential, Gaussian), keeping the total ``rho``
+    within the budget's ``rho`` is a zCDP filter (Feldman and Zrnic 2021,
+    their Renyi filter at every order at once), and the min with basic stays
+    valid because basic bounds the privacy loss of pure events pointwise.
+    Two refinements are covered by those theorems only when the events are
+    fixed in advance: RDP's choice of the best order after the fact (their
+    filter fixes the order) and approximate events carried beside ``rho``
+    (their epsilons and deltas move the ``rho`` budget).
 
     Examples
     --------

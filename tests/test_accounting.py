@@ -14,11 +14,13 @@ import pickle
 import threading
 
 import dp_accounting as dpa
+import numpy as np
 import pytest
 from dp_accounting.dp_event import DiscreteLaplaceDpEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import GridSearchCV
 
 from dpsklearn.accounting import (
     COMPOSITIONS,
@@ -432,6 +434,59 @@ def test_clone_keeps_one_shared_accountant(composition):
     for c in clones:
         c.accountant.spend(0.1, label="fit")
     assert len(acc.events) == 4
+
+
+class _SpendingClassifier(ClassifierMixin, BaseEstimator):
+    """Spends its epsilon from the accountant at every fit."""
+
+    def __init__(self, accountant=None, epsilon=0.1):
+        self.accountant = accountant
+        self.epsilon = epsilon
+
+    def fit(self, X, y):
+        self.accountant.spend(self.epsilon, kind="laplace", label="fit")
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def _grid(accountant, n_jobs=None):
+    return GridSearchCV(
+        _SpendingClassifier(accountant),
+        {"epsilon": [0.1, 0.2, 0.3, 0.4]},
+        cv=4,
+        refit=False,
+        error_score="raise",
+        n_jobs=n_jobs,
+    )
+
+
+def test_grid_search_records_every_fit_on_one_budget():
+    X, y = np.arange(80.0).reshape(40, 2), np.arange(40) % 2
+    acc = PrivacyAccountant(epsilon=10.0)
+    _grid(acc).fit(X, y)
+    assert len(acc.events) == 16
+    assert acc.spent[0] == pytest.approx(4.0)
+    # The fit that would exceed the budget raises; the ones before are kept.
+    short = PrivacyAccountant(epsilon=3.5)
+    with pytest.raises(BudgetExhaustedError):
+        _grid(short).fit(X, y)
+    assert len(short.events) == 14 and short.spent[0] == pytest.approx(3.2)
+
+
+def test_grid_search_in_processes_cannot_fork_a_shared_budget():
+    X, y = np.arange(80.0).reshape(40, 2), np.arange(40) % 2
+    acc = PrivacyAccountant(epsilon=10.0)
+    with pytest.raises(Exception) as err:
+        _grid(acc, n_jobs=2).fit(X, y)
+    chain, exc = [], err.value
+    while exc is not None:
+        chain.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    assert "PrivacyLedger" in " ".join(chain)
+    assert acc.events == []
 
 
 @pytest.mark.parametrize("composition", ["advanced", "pld"])
