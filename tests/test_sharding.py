@@ -59,7 +59,7 @@ def _data(n=240, n_classes=2, seed=0):
 # -- partition ----------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(n=st.integers(1, 500), data=st.data(), seed=st.integers(0, 2**31 - 1))
 def test_partition_is_a_near_equal_partition(n, data, seed):
     k = data.draw(st.integers(1, n))
