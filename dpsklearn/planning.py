@@ -25,6 +25,7 @@ function                                 theorem
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -430,8 +431,15 @@ def auto_n_estimators(
     per_shard = _count(min_samples_per_shard, "min_samples_per_shard")
     a = _check_agreement(agreement)
     supported = max(1, n // per_shard)
+    needed = _needed_k(a, float(noise_scale), float(threshold), float(beta))
+    return max(1, min(supported, needed))
+
+
+@functools.lru_cache(maxsize=256)
+def _needed_k(agreement, noise_scale, threshold, beta):
+    # Memoised: estimator checks and grid searches fit hundreds of times.
     d = min_distance_to_pass(noise_scale, threshold, beta)
-    return max(1, min(supported, _min_k_for_distance(a, d)))
+    return _min_k_for_distance(agreement, d)
 
 
 # --------------------------------------------------------------------------
