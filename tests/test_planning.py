@@ -287,3 +287,9 @@ def test_kernel_ridge_schedule_without_the_module(monkeypatch):
 def test_bad_inputs_name_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_kernel_ridge_schedule_matches_the_kernel_ridge_module():
+    kernel_ridge = pytest.importorskip("dpsklearn.kernel_ridge")
+    for n, r in [(1_000, 0.5), (50_000, 1.0)]:
+        assert kernel_ridge_schedule(n, r) == kernel_ridge.kernel_ridge_schedule(n, r)
