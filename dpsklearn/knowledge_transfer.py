@@ -108,6 +108,10 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         self.teacher = teacher
         self.student = student
 
+    def __sklearn_is_fitted__(self):
+        # Fitted means a completed fit (a failed one may have set n_features_in_).
+        return hasattr(self, "student_")
+
     def _teacher(self):
         if self.teacher is None:
             from .private_prediction import PrivatePredictionClassifier
@@ -163,6 +167,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : object
         """
+        vars(self).pop("student_", None)  # a failed refit leaves it unfitted
         self._validate_params()
         teacher = clone(self._teacher())
         self._check_teacher(teacher)

@@ -444,6 +444,7 @@ class PrivatePredictionClassifier(
         -------
         self : object
         """
+        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
         self._validate_params()
         self._check_max_queries()
         check_dense(self, X)
@@ -723,6 +724,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         -------
         self : object
         """
+        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
         self._validate_params()
         self._check_max_queries()
         check_dense(self, X)

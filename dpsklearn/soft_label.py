@@ -345,6 +345,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         -------
         self : object
         """
+        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
         self._validate_params()
         n_bins = _n_bins(self.gamma)
         method = self._validate_soft_label_source()

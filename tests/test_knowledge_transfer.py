@@ -219,3 +219,14 @@ def test_bad_input_spends_nothing(data, case, error, match):
         kt.fit(X, y, **fit_params)
     assert shared.events == []
     assert not hasattr(kt, "student_")
+
+
+def test_failed_refit_leaves_it_unfitted(data):
+    from sklearn.exceptions import NotFittedError
+
+    X, y, X_public, X_test, _ = data
+    kt = KnowledgeTransferClassifier(_teacher()).fit(X, y, X_public=X_public)
+    with pytest.raises(ValueError, match="X_public"):
+        kt.fit(X, y, X_public=X_public[:, :3])
+    with pytest.raises(NotFittedError):
+        kt.predict(X_test)

@@ -535,3 +535,18 @@ def test_copies_do_not_replay_the_noise(binary_data):
     np.testing.assert_array_equal(
         seeded.predict_proba(X[:100]), duplicate.predict_proba(X[:100])
     )
+
+
+@pytest.mark.parametrize(
+    "Estimator", [PrivatePredictionClassifier, PrivatePredictionRegressor]
+)
+def test_failed_refit_leaves_it_unfitted(binary_data, Estimator):
+    from sklearn.exceptions import NotFittedError
+
+    X, y = binary_data
+    model = Estimator(n_estimators=5, max_queries=10).fit(X, y)
+    shared = PrivacyAccountant(epsilon=0.5, delta=1e-5)
+    with pytest.raises(BudgetExhaustedError):
+        model.set_params(accountant=shared).fit(X, y)
+    with pytest.raises(NotFittedError):
+        model.predict(X)

@@ -416,3 +416,14 @@ def test_copies_do_not_replay_the_noise(regression_data):
     ).fit(X, y)
     duplicate = copy.deepcopy(reg)
     assert not np.array_equal(reg.predict(X[:100]), duplicate.predict(X[:100]))
+
+
+def test_failed_refit_leaves_it_unfitted(regression_data):
+    from sklearn.exceptions import NotFittedError
+
+    X, y = regression_data
+    reg = SoftLabelPrivateRegressor(n_estimators=5, target_range=(-1, 1)).fit(X, y)
+    with pytest.raises(ValueError, match="gamma"):
+        reg.set_params(gamma=0.3).fit(X, y)
+    with pytest.raises(NotFittedError):
+        reg.predict(X)
