@@ -360,7 +360,10 @@ class SubsampleAggregateClassifier(
         self.noise_scale_ = calibration.noise_scale
         self.sparse_vector_epsilon_ = calibration.epsilon
         self.fallback_epsilon_ = fallback_epsilon
-        self._serving_state_ = self._new_serving_state(calibration, fallback_epsilon)
+        state = self._new_serving_state(calibration, fallback_epsilon)
+        # A PrivacyLedger accountant keeps the serving state durable (SPEC 4).
+        state.bind_ledger(accountant, type(self).__name__)
+        self._serving_state_ = state
         return self
 
     def _new_serving_state(self, calibration, fallback_epsilon):
@@ -595,7 +598,7 @@ class SubsampleAggregateClassifier(
         )
         abstained = np.zeros(n_queries, dtype=bool)
         gnmax = config.get("mechanism") == "confident_gnmax"
-        with state.lock:
+        with state.serving():  # a ledger-bound state commits before returning
             engine = state.engine
             n_allowed = state.queries_allowed(n_queries)
             n_processed = 0
@@ -638,12 +641,14 @@ class SubsampleAggregateClassifier(
                 labels[n_processed:] = config["abstain_label"]
                 abstained[n_processed:] = True
             else:
-                if engine.halted and gnmax:
+                cap = config["max_queries"]
+                cap_reached = cap is not None and state.n_served >= cap
+                if engine.halted and gnmax and not cap_reached:
                     reason = (
                         f"the model halted after max_answers={config['max_answers']} "
                         "answers"
                     )
-                elif engine.halted:
+                elif engine.halted and not gnmax:
                     reason = (
                         f"the model halted after max_unstable="
                         f"{config['max_unstable']} failed stability tests"
@@ -669,7 +674,7 @@ class SubsampleAggregateClassifier(
         status : dict
         """
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             engine = state.engine
             status = {
                 "n_answered": state.n_served,
