@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods
@@ -21,7 +22,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import BudgetExhaustedError
+from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 
 __all__ = ["KnowledgeTransferClassifier"]
 
@@ -71,7 +72,10 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     student_ : estimator
-        The fitted student (publishable).
+        The fitted student (publishable). To publish, ship ``student_``, or
+        this object with an unfitted ``teacher`` parameter and no shared
+        accountant in it (``set_params(teacher=None)``): parameters are kept
+        as given, and a shared accountant refuses to be pickled.
     classes_ : ndarray of shape (n_classes,)
         The student's classes (those among the released labels).
     n_public_labelled_ : int
@@ -132,6 +136,23 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = False
         return tags
 
+    def _warn_if_teacher_fitted(self):
+        # The teacher *parameter* is kept (scikit-learn keeps parameters as
+        # given); a fitted one would travel with this object when published.
+        if self.teacher is None:
+            return
+        try:
+            check_is_fitted(self.teacher)
+        except (NotFittedError, TypeError):
+            return
+        warnings.warn(
+            "the teacher passed as a parameter is already fitted: it stays in "
+            "this object's parameters and holds the private data. Publish "
+            "student_ alone, or set_params(teacher=None) before publishing.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+
     def _check_teacher(self, teacher):
         if not is_classifier(teacher):
             raise TypeError(f"teacher must be a private classifier, got {teacher!r}.")
@@ -169,6 +190,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         """
         vars(self).pop("student_", None)  # a failed refit leaves it unfitted
         self._validate_params()
+        self._warn_if_teacher_fitted()
         teacher = clone(self._teacher())
         self._check_teacher(teacher)
         student = clone(self._student())

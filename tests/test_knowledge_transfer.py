@@ -230,3 +230,12 @@ def test_failed_refit_leaves_it_unfitted(data):
         kt.fit(X, y, X_public=X_public[:, :3])
     with pytest.raises(NotFittedError):
         kt.predict(X_test)
+
+
+def test_fitted_teacher_parameter_warns(data):
+    from dpsklearn import PrivacyLeakWarning
+
+    X, y, X_public, _, _ = data
+    fitted = _teacher().fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="already fitted"):
+        KnowledgeTransferClassifier(fitted).fit(X, y, X_public=X_public)

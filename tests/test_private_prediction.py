@@ -550,3 +550,17 @@ def test_failed_refit_leaves_it_unfitted(binary_data, Estimator):
         model.set_params(accountant=shared).fit(X, y)
     with pytest.raises(NotFittedError):
         model.predict(X)
+
+
+def test_predict_proba_with_shards_missing_a_class():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y[:3] = 2  # class 2 is in at most 3 of the 20 shards
+    clf = PrivatePredictionClassifier(
+        n_estimators=20, max_queries=200, classes=[0, 1, 2], random_state=0
+    ).fit(X, y)
+    assert any(len(t.classes_) == 2 for t in clf.estimators_)
+    proba = clf.predict_proba(X[:40])
+    assert proba.shape == (40, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
