@@ -12,15 +12,28 @@ A copy made by pickle or :func:`copy.deepcopy` reseeds its generators from OS
 entropy unless ``noise_random_state`` fixed them: a copy that replayed the
 original's noise would let anyone cancel it. Without a ledger, such a copy
 carries a second, independent budget (the documentation says so).
+
+Bound to a :class:`~dpsklearn.ledger.PrivacyLedger` record
+(:meth:`ServingState.bind_ledger` at ``fit``), the state is durable instead:
+``with state.serving():`` loads the stored state, the model answers, and the
+new state is committed in the same ledger transaction before the answers
+are returned, so a copy, a reloaded pickle or a restarted process continues
+from the stored state and never gets budget back (SPEC section 4).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
 
 import numpy as np
 
 __all__ = ["ReleaseCache", "ServingState", "row_keys"]
+
+# Engine state that is as secret as the data: stored apart from the public
+# counters (a ledger may be told not to keep it) and never shown.
+_SECRET_ENGINE_KEYS = ("noisy_threshold",)
 
 
 class ServingState:
@@ -35,7 +48,17 @@ class ServingState:
     reseed_on_copy : bool
         Whether copies draw fresh OS entropy.
     engine : SparseVectorEngine or None
+
+    Attributes
+    ----------
+    ledger_binding : tuple of (PrivacyLedger, str) or None
+        The ledger and model record id this state is stored under (set by
+        :meth:`bind_ledger`), or None for an in-memory state.
     """
+
+    # Durable serving state (SPEC section 4); None: in memory only.
+    ledger_binding = None
+    _ledger_version = None
 
     def __init__(self, config, generators=None, reseed_on_copy=True, engine=None):
         self.config = dict(config)
@@ -51,6 +74,100 @@ class ServingState:
         if cap is None:
             return n_requested
         return max(0, min(n_requested, cap - self.n_served))
+
+    # -- durable state (SPEC section 4) ----------------------------------------
+    def bind_ledger(self, accountant, label=None):
+        """Store this state under a new model record when ``accountant`` is a ledger.
+
+        Called at the end of ``fit``. Any other accountant leaves the state in
+        memory. The engine must offer ``get_state`` / ``set_state``.
+
+        Returns
+        -------
+        model_id : str or None
+            The record's random id, or None when nothing was bound.
+        """
+        register = getattr(accountant, "_register_model", None)
+        if register is None:
+            return None
+        engine = self.engine
+        if engine is not None and not (
+            hasattr(engine, "get_state") and hasattr(engine, "set_state")
+        ):
+            raise TypeError(
+                f"{type(engine).__name__} cannot store its state in a ledger "
+                "(it has no get_state / set_state)."
+            )
+        with self.lock:
+            state, secret = self._snapshot()
+            model_id = register(label, state, secret)
+            self.ledger_binding = (accountant, model_id)
+            self._ledger_version = 1
+        return model_id
+
+    @contextlib.contextmanager
+    def serving(self):
+        """Hold the state for one batch of answers: ``with state.serving(): ...``.
+
+        In memory this is ``with state.lock``. Bound to a ledger it also holds
+        the ledger's write lock, loads the stored state first and stores the
+        new state last, committed before the block's answers can be returned
+        (also when the block raises: the state only moves forward).
+        """
+        with self.lock:
+            if self.ledger_binding is None:
+                yield self
+                return
+            ledger, model_id = self.ledger_binding
+            with ledger._model_transaction(model_id) as record:
+                self.load(record)
+                try:
+                    yield self
+                finally:
+                    self.store(record)
+
+    def _snapshot(self):
+        state = {"n_served": int(self.n_served)}
+        secret = {}
+        if self.engine is not None:
+            engine_state = dict(self.engine.get_state())
+            for key in _SECRET_ENGINE_KEYS:
+                if key in engine_state:
+                    secret[key] = engine_state.pop(key)
+            state["engine"] = engine_state
+        return state, (secret or None)
+
+    def load(self, record):
+        """Continue from a stored record (never from this object's own copy).
+
+        A noisy threshold the record does not hold is taken from memory only
+        when this object wrote the record's current version; otherwise the
+        engine redraws it and charges one abstention (SPEC section 4).
+        """
+        state = record.state
+        secret = record.secret or {}
+        self.n_served = int(state["n_served"])
+        engine = self.engine
+        if engine is not None:
+            engine_state = dict(state["engine"])
+            noisy = secret.get("noisy_threshold")
+            if noisy is None and record.version == self._ledger_version:
+                noisy = engine.get_state().get("noisy_threshold")
+            cutoff = getattr(engine, "cutoff", None)
+            if (
+                noisy is None
+                and cutoff is not None
+                and engine_state.get("abstention_count", 0) >= cutoff
+            ):
+                noisy = math.nan  # halted: no threshold is needed, none is drawn
+            engine_state["noisy_threshold"] = noisy
+            engine.set_state(engine_state)
+        self._ledger_version = record.version
+
+    def store(self, record):
+        """Write the current state as the record's next version (same transaction)."""
+        state, secret = self._snapshot()
+        self._ledger_version = record.save(state, secret)
 
     def __repr__(self):
         engine = self.engine
