@@ -57,14 +57,52 @@ def _naming_empty_input():
         raise
 
 
-class TeacherEnsembleMixin:
-    """Fit steps shared by the ensembles; the subclass answers queries."""
+class BudgetMixin:
+    """The budget steps every private estimator shares (SPEC 4).
+
+    ``accountant=None`` gives the model its own accountant for ``(epsilon,
+    delta)``; a shared one is used as it is. Before any private computation
+    the fit checks that the accountant can pay for all of the release's
+    events together (under its own composition), so a short budget refuses
+    the fit, not a later query.
+    """
+
+    # Fitted means a completed fit: a fit that failed part-way (a refused
+    # budget, a bad abstain_label) may already have set classes_, which alone
+    # would make check_is_fitted pass and predict crash or serve stale state.
+    _fitted_marker = "_serving_state_"
 
     def __sklearn_is_fitted__(self):
-        # Fitted means a completed fit: a fit that failed part-way (a refused
-        # budget, a bad abstain_label) has already set classes_, which alone
-        # would make check_is_fitted pass and predict crash.
-        return hasattr(self, "_serving_state_")
+        return hasattr(self, self._fitted_marker)
+
+    def _start_fit(self):
+        """Forget a previous fit, so a refit that fails leaves the model unfitted."""
+        vars(self).pop(self._fitted_marker, None)
+        self._validate_params()
+
+    def _get_accountant(self, epsilon, delta=0.0):
+        if self.accountant is None:
+            return PrivacyAccountant._for_model(epsilon, delta)
+        return self.accountant
+
+    def _check_budget_available(self, accountant, events):
+        """Refuse before training when the accountant cannot pay for the fit."""
+        events = list(events)
+        if not accountant.can_spend_events(events):
+            epsilon = math.fsum(e.epsilon * e.count for e in events)
+            delta = math.fsum(e.delta * e.count for e in events)
+            remaining = accountant.remaining
+            raise BudgetExhaustedError(
+                f"the accountant cannot pay for this fit: it needs (epsilon="
+                f"{epsilon:.6g}, delta={delta:.3g}) under basic composition and "
+                f"has (epsilon={remaining[0]:.6g}, delta={remaining[1]:.3g}) left "
+                f"under {getattr(accountant, 'composition', 'its composition')}.",
+                spends=accountant.events,
+            )
+
+
+class TeacherEnsembleMixin(BudgetMixin):
+    """Fit steps shared by the ensembles; the subclass answers queries."""
 
     def _base_estimator(self):
         if self.estimator is None:
@@ -129,25 +167,6 @@ class TeacherEnsembleMixin:
                 f"shard, but n_samples={n_samples}."
             )
         return int(self.n_estimators)
-
-    # -- budget --------------------------------------------------------------
-    def _get_accountant(self, epsilon, delta):
-        if self.accountant is None:
-            return PrivacyAccountant._for_model(epsilon, delta)
-        return self.accountant
-
-    def _check_budget_available(self, accountant, events):
-        """Refuse before training when a shared budget cannot pay for the fit."""
-        epsilon = math.fsum(e.epsilon * e.count for e in events)
-        delta = math.fsum(e.delta * e.count for e in events)
-        if not accountant.can_spend(epsilon, delta):
-            remaining = accountant.remaining
-            raise BudgetExhaustedError(
-                f"the accountant cannot pay for this fit: it needs (epsilon="
-                f"{epsilon:.6g}, delta={delta:.3g}) and has (epsilon="
-                f"{remaining[0]:.6g}, delta={remaining[1]:.3g}) left.",
-                spends=accountant.events,
-            )
 
     # -- teachers ------------------------------------------------------------
     def _fit_teacher_ensemble(self, X, y_encoded, n_estimators, *, classifier=True):

@@ -63,8 +63,9 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .accounting import PrivacyAccountant, PrivacyEvent
-from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from ._base import BudgetMixin
+from .accounting import PrivacyEvent
+from .exceptions import PrivacyLeakWarning
 from .noise import exponential_mechanism, make_noise_generators
 
 __all__ = [
@@ -572,7 +573,7 @@ _HYPOTHESES_CONSTRAINT = [list, tuple, HasMethods(["bind"]), None]
 _ACCEPT_SPARSE = ("csr", "csc")
 
 
-class _SingleReleaseMixin:
+class _SingleReleaseMixin(BudgetMixin):
     """Budget steps of a model whose whole release is paid for at ``fit``.
 
     Shared by the ERM estimators and :class:`~dpsklearn.statistical_queries.
@@ -584,35 +585,9 @@ class _SingleReleaseMixin:
 
     _fitted_marker = "hypothesis_"
 
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, self._fitted_marker)
-
-    def _start_fit(self):
-        """Forget a previous fit: a refit that fails leaves the model unfitted."""
-        self.__dict__.pop(self._fitted_marker, None)
-        self._validate_params()
-
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
-
-    def _get_accountant(self, epsilon, delta=0.0):
-        if self.accountant is None:
-            return PrivacyAccountant._for_model(epsilon, delta)
-        return self.accountant
-
-    def _check_budget_available(self, accountant, events):
-        """Refuse before any private computation when the budget cannot pay."""
-        epsilon = math.fsum(e.epsilon * e.count for e in events)
-        delta = math.fsum(e.delta * e.count for e in events)
-        if not accountant.can_spend(epsilon, delta):
-            remaining = accountant.remaining
-            raise BudgetExhaustedError(
-                f"the accountant cannot pay for this fit: it needs (epsilon="
-                f"{epsilon:.6g}, delta={delta:.3g}) and has (epsilon="
-                f"{remaining[0]:.6g}, delta={remaining[1]:.3g}) left.",
-                spends=accountant.events,
-            )
 
 
 class _ERMMixin(_SingleReleaseMixin):

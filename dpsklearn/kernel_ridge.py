@@ -52,8 +52,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._base import BudgetMixin
 from ._serving import ServingState
-from .accounting import PrivacyAccountant, PrivacyEvent
+from .accounting import PrivacyEvent
 from .calibration import PER_QUERY_CALIBRATIONS, per_query_epsilon
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import (
@@ -198,7 +199,7 @@ def _weight_sensitivity(kappa, y_bound, alpha, n_samples):
 # --------------------------------------------------------------------------
 
 
-class PrivateKernelRidge(RegressorMixin, BaseEstimator):
+class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
     """Differentially private kernel ridge regression (SPEC 3.5, seed 001).
 
     Fits ``f = argmin (1/n) sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the
@@ -578,31 +579,10 @@ class PrivateKernelRidge(RegressorMixin, BaseEstimator):
         bound = float(np.max(row_norms(X)))
         return bound if bound > 0 else 1.0
 
-    def _get_accountant(self):
-        if self.accountant is None:
-            return PrivacyAccountant._for_model(self.epsilon, self.delta)
-        return self.accountant
-
-    @staticmethod
-    def _check_budget_available(accountant, events):
-        """Refuse before training when the accountant cannot pay for the fit."""
-        if hasattr(accountant, "can_spend_events"):
-            fits = accountant.can_spend_events(events)
-        else:
-            fits = accountant.can_spend(
-                math.fsum(e.epsilon * e.count for e in events),
-                math.fsum(e.delta * e.count for e in events),
-            )
-        if not fits:
-            remaining = accountant.remaining
-            raise BudgetExhaustedError(
-                f"the accountant cannot pay for this fit of {type(events[0]).__name__}"
-                f"s {[e.kind for e in events]}: it has (epsilon={remaining[0]:.6g}, "
-                f"delta={remaining[1]:.3g}) left.",
-                spends=accountant.events,
-            )
-
     # -- fit -----------------------------------------------------------------
+    # Set last in fit, in both release modes: a fit that fails leaves it unset.
+    _fitted_marker = "accountant_"
+
     _FITTED_ATTRIBUTES = (
         "y_bound_",
         "x_bound_",
@@ -653,7 +633,7 @@ class PrivateKernelRidge(RegressorMixin, BaseEstimator):
             When a shared accountant cannot pay for the fit (nothing is
             spent).
         """
-        self._validate_params()
+        self._start_fit()
         X, y = validate_data(
             self, X, y, accept_sparse=_ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
         )
@@ -669,7 +649,7 @@ class PrivateKernelRidge(RegressorMixin, BaseEstimator):
         else:
             kappa = _kappa(kernel, gamma, degree, coef0, x_bound)
         plan = self._plan_release(n_samples, kappa, y_bound)
-        accountant = self._get_accountant()
+        accountant = self._get_accountant(self.epsilon, self.delta)
         self._check_budget_available(accountant, plan["events"])
 
         y = np.clip(y, -y_bound, y_bound)

@@ -444,8 +444,7 @@ class PrivatePredictionClassifier(
         -------
         self : object
         """
-        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
-        self._validate_params()
+        self._start_fit()
         self._check_max_queries()
         check_dense(self, X)
         X, y_encoded = self._validate_classification_data(X, y)
@@ -724,8 +723,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         -------
         self : object
         """
-        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
-        self._validate_params()
+        self._start_fit()
         self._check_max_queries()
         check_dense(self, X)
         X, y = validate_data(self, X, y, y_numeric=True)

@@ -40,7 +40,7 @@ from .noise import (
 from .private_prediction import check_dense, check_target_range
 from .sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
 from .sparse_vector import SparseVectorEngine
-from .votes import majority_and_gap, vote_counts
+from .votes import distance_from_gap, majority_and_gap, vote_counts
 
 __all__ = ["SoftLabelPrivateRegressor", "soft_label_histograms"]
 
@@ -104,7 +104,7 @@ def soft_label_histograms(soft_labels, n_bins):
 def _distance(counts):
     """``max(0, ceil(gap/2) - 1)`` (SPEC 2.2) and the fullest bin (lowest on ties)."""
     fullest, gap = majority_and_gap(counts)
-    return np.maximum(0, (gap + 1) // 2 - 1), fullest
+    return distance_from_gap(gap), fullest
 
 
 class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstimator):
@@ -345,8 +345,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         -------
         self : object
         """
-        vars(self).pop("_serving_state_", None)  # a failed refit leaves it unfitted
-        self._validate_params()
+        self._start_fit()
         n_bins = _n_bins(self.gamma)
         method = self._validate_soft_label_source()
         check_dense(self, X)

@@ -28,8 +28,9 @@ from .calibration import calibrate_confident_gnmax, calibrate_sparse_vector
 from .exceptions import BudgetExhaustedError
 from .gnmax import ConfidentGNMaxEngine, confident_gnmax_threshold
 from .noise import DiscreteLaplaceStream, exponential_mechanism, make_noise_generators
+from .planning import auto_n_estimators
 from .sparse_vector import SparseVectorEngine
-from .votes import majority_and_gap
+from .votes import distance_from_gap, majority_and_gap
 
 __all__ = ["SubsampleAggregateClassifier"]
 
@@ -315,7 +316,7 @@ class SubsampleAggregateClassifier(
         -------
         self : object
         """
-        self._validate_params()
+        self._start_fit()
         X, y_encoded = self._validate_classification_data(X, y)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
@@ -344,6 +345,14 @@ class SubsampleAggregateClassifier(
         )
         fallback_epsilon = self.epsilon * share / self.max_unstable
         if self.n_estimators == "auto":
+            # SPEC 3.1/5: what the data supports, capped by the k at which a
+            # query with 3/4 teacher agreement passes with probability >= 0.95.
+            n_estimators = auto_n_estimators(
+                n_samples,
+                self.min_samples_per_shard,
+                calibration.noise_scale,
+                calibration.threshold,
+            )
             self._warn_if_nothing_can_pass(n_estimators, calibration)
 
         accountant = self._get_accountant(self.epsilon, self.delta)
@@ -609,7 +618,7 @@ class SubsampleAggregateClassifier(
             elif n_allowed > 0 and not engine.halted:
                 counts = self._vote_counts(X[:n_allowed])
                 majority, gap = majority_and_gap(counts)
-                distance = np.maximum(0, (gap + 1) // 2 - 1)  # SPEC 2.2
+                distance = distance_from_gap(gap)  # SPEC 2.2
                 passed, n_processed = engine.run(distance)
                 state.n_served += n_processed
                 answers = majority[:n_processed].copy()

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["distance_to_instability", "majority_and_gap", "vote_counts"]
+__all__ = [
+    "distance_from_gap",
+    "distance_to_instability",
+    "majority_and_gap",
+    "vote_counts",
+]
 
 
 def vote_counts(teacher_predictions, n_classes: int):
@@ -80,6 +85,19 @@ def majority_and_gap(counts):
     return majority, top - second
 
 
+def distance_from_gap(gap):
+    """``max(0, ceil(gap/2) - 1)``: the distance to instability of a top-two gap.
+
+    Examples
+    --------
+    >>> from dpsklearn.votes import distance_from_gap
+    >>> distance_from_gap([0, 1, 2, 3, 4]).tolist()
+    [0, 0, 0, 1, 1]
+    """
+    gap = np.asarray(gap, dtype=np.int64)
+    return np.maximum(0, (gap + 1) // 2 - 1)
+
+
 def distance_to_instability(counts):
     """``max(0, ceil(gap/2) - 1)`` per query (SPEC 2.2).
 
@@ -90,4 +108,4 @@ def distance_to_instability(counts):
     [0, 0, 1, 4]
     """
     _, gap = majority_and_gap(counts)
-    return np.maximum(0, (gap + 1) // 2 - 1)
+    return distance_from_gap(gap)
