@@ -1,0 +1,172 @@
+"""How much faster is the fused linear vote path? (issue 7, item 3)
+
+End-to-end ``SubsampleAggregateClassifier.predict`` on 100,000 queries with
+k = 100 teachers, each ``Pipeline(StandardScaler, LogisticRegression)``, on
+the bundled Adult data one-hot encoded (108 columns): ``fused="auto"`` (the
+scalers folded into the coefficients, all teachers' scores from one matrix
+multiply per query chunk) against ``fused=False`` (every teacher's own
+``predict``). Both models are fitted with the same ``random_state``, so they
+hold identical teachers; the benchmark checks that their vote counts are
+identical on every query. Timings are interleaved in one process, median of
+several repeats, each on a fresh copy of the fitted model (full budget).
+The mechanism is the sparse vector test at a budget where nearly every row
+passes (as in ``predict_overhead.py``: a speed test, not a recommendation).
+
+BLAS threads are limited to ``--blas-threads`` (default 1) for both paths:
+on a shared machine oversubscribed BLAS threads dominate and vary, and the
+fused path uses one thread anyway.
+
+Usage::
+
+    python benchmarks/fused_speed.py [--quick] [--out docs/benchmarks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import sklearn
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from dpsklearn import SubsampleAggregateClassifier
+from dpsklearn.datasets import load_adult
+from dpsklearn.demo import adult_encoder
+
+GOAL = 15.0
+
+
+def load_data(n_queries, seed=0):
+    train = load_adult(subset="train")
+    allrows = load_adult(subset="all")
+    encoder = adult_encoder(train).fit(train.data)
+    X_train = encoder.transform(train.data)
+    rng = np.random.RandomState(seed)
+    rows = rng.randint(allrows.data.shape[0], size=n_queries)
+    X_query = encoder.transform(allrows.data[rows])
+    return X_train, train.target, X_query, np.asarray(train.target_names)
+
+
+def fit_model(X_train, y_train, classes, n_estimators, fused):
+    model = SubsampleAggregateClassifier(
+        make_pipeline(StandardScaler(), LogisticRegression(max_iter=300)),
+        n_estimators=n_estimators,
+        epsilon=1e7,
+        delta=1e-5,
+        max_unstable=5000,
+        fallback="abstain",
+        abstain_label="abstain",
+        classes=classes,
+        random_state=0,
+        fused=fused,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X_train, y_train)
+
+
+def timed_predict(model, X):
+    fresh = copy.deepcopy(model)  # unused copy: full budget, fresh noise
+    start = time.perf_counter()
+    _, abstained = fresh.predict(X, return_abstained=True)
+    return time.perf_counter() - start, int(abstained.sum())
+
+
+def measure(n_queries, n_estimators, repeats):
+    X_train, y_train, X_query, classes = load_data(n_queries)
+    fused = fit_model(X_train, y_train, classes, n_estimators, "auto")
+    plain = fit_model(X_train, y_train, classes, n_estimators, False)
+    assert fused._fused_ensemble_ is not None and plain._fused_ensemble_ is None
+    identical = bool(
+        np.array_equal(fused._vote_counts(X_query), plain._vote_counts(X_query))
+    )
+    fused_times, plain_times, failures = [], [], []
+    for _ in range(repeats):
+        seconds, failed = timed_predict(plain, X_query)
+        plain_times.append(seconds)
+        seconds, failed = timed_predict(fused, X_query)
+        fused_times.append(seconds)
+        failures.append(failed)
+    t_fused = float(np.median(fused_times))
+    t_plain = float(np.median(plain_times))
+    return {
+        "dataset": "adult (one-hot, bundled)",
+        "n_queries": n_queries,
+        "n_estimators": n_estimators,
+        "teacher": "Pipeline(StandardScaler, LogisticRegression)",
+        "n_features": int(X_query.shape[1]),
+        "repeats": repeats,
+        "identical_votes": identical,
+        "failures": int(np.median(failures)),
+        "per_teacher_seconds": t_plain,
+        "fused_seconds": t_fused,
+        "per_teacher_queries_per_second": n_queries / t_plain,
+        "fused_queries_per_second": n_queries / t_fused,
+        "speedup": t_plain / t_fused,
+        "goal": GOAL,
+    }
+
+
+def write(result, out_dir):
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "fused_speed.json").write_text(json.dumps(result, indent=2))
+    lines = [
+        "# Fused linear vote path vs per-teacher path (end-to-end predict)",
+        "",
+        "| dataset | queries | k | teacher | features | identical votes | "
+        "per-teacher (s) | fused (s) | per-teacher q/s | fused q/s | speed-up | "
+        "goal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| {dataset} | {n_queries} | {n_estimators} | {teacher} | {n_features} | "
+        "{identical_votes} | {per_teacher_seconds:.3f} | {fused_seconds:.3f} | "
+        "{per_teacher_queries_per_second:,.0f} | {fused_queries_per_second:,.0f} | "
+        "{speedup:.1f}x | >= {goal:g}x |".format(**result),
+        "",
+        "Median of {repeats} interleaved repeats in one process, BLAS threads "
+        "limited to {blas_threads}; {cpus} CPUs, load average {load} at the "
+        "start; numpy {numpy}, scikit-learn {sklearn}, Python {python}. "
+        "Command: `{command}`.".format(**result),
+        "",
+    ]
+    (out_dir / "fused_speed.md").write_text("\n".join(lines))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="10,000 queries, 3 repeats"
+    )
+    parser.add_argument("--out", default="docs/benchmarks")
+    parser.add_argument("--blas-threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    n_queries, repeats = (10_000, 3) if args.quick else (100_000, 5)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    with threadpool_limits(args.blas_threads, user_api="blas"):
+        result = measure(n_queries, 100, repeats)
+    result.update(
+        blas_threads=args.blas_threads,
+        cpus=os.cpu_count(),
+        load=round(load, 1),
+        numpy=np.__version__,
+        sklearn=sklearn.__version__,
+        python=platform.python_version(),
+        command="python benchmarks/fused_speed.py" + (" --quick" if args.quick else ""),
+    )
+    print(json.dumps(result, indent=2))
+    write(result, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
