@@ -206,6 +206,15 @@ class SubsampleAggregateClassifier(
     ...     n_estimators=50, epsilon=1.0, classes=[0, 1], random_state=0)
     >>> clf.fit(X, y).predict(X[:3]).shape
     (3,)
+
+    Confident-GNMax, for at most 100 queries, abstaining with ``-1``:
+
+    >>> gn = SubsampleAggregateClassifier(
+    ...     n_estimators=200, epsilon=8.0, classes=[0, 1], random_state=0,
+    ...     mechanism="confident_gnmax", max_queries=100, abstain_label=-1)
+    >>> labels, abstained = gn.fit(X, y).predict(X[:5], return_abstained=True)
+    >>> labels.shape, gn.calibration_
+    ((5,), 'rdp')
     """
 
     _parameter_constraints: dict = {
