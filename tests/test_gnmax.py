@@ -532,3 +532,14 @@ def test_audit_catches_a_noiseless_variant():
     result = audit(broken, lambda out: out == 0, n_runs=50_000, delta=delta,
                    confidence=CONFIDENCE, rng=np.random.default_rng(0))
     assert result.epsilon_lower > claimed
+
+
+@pytest.mark.filterwarnings("ignore:.*exceeds k:UserWarning")
+def test_estimator_zcdp_calibration_and_own_accountant():
+    X, y = blobs(n=1500)
+    model = gnmax_model(n_estimators=20, calibration="zcdp").fit(X, y)
+    assert model.calibration_ == "zcdp"
+    assert model.accountant_.composition == "zcdp"
+    rho = model.rho_
+    assert rho + 2 * math.sqrt(rho * math.log(1e5)) <= 8.0
+    assert model.accountant_.spent[0] <= 8.0
