@@ -120,7 +120,14 @@ class ServingState:
                 return
             ledger, model_id = self.ledger_binding
             with ledger._model_transaction(model_id) as record:
-                self.load(record)
+                try:
+                    self.load(record)
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"the ledger record {model_id} of this model is corrupt or "
+                        f"belongs to another model ({type(exc).__name__}); "
+                        "the model answers nothing."
+                    ) from None
                 try:
                     yield self
                 finally:
