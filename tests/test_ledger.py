@@ -187,6 +187,32 @@ def test_a_model_on_a_ledger_that_breaks_answers_nothing(tmp_path):
         ledger.spend(0.1)
 
 
+def test_a_corrupt_model_record_answers_nothing(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = PrivacyLedger(path, epsilon=500.0, delta=1e-4)
+    model = _model(ledger).fit(X_TRAIN, Y_TRAIN)
+    model_id = model._serving_state_.ledger_binding[1]
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE models SET state = '{}' WHERE model_id = ?", (model_id,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match="corrupt") as err:
+        model.predict(_queries(1)[0])
+    assert model_id in str(err.value)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE models SET state = 'x{' WHERE model_id = ?", (model_id,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError, match="corrupt model record"):
+        model.predict(_queries(1)[0])
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM models")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LedgerError, match="no record of this model"):
+        model.predict(_queries(1)[0])
+
+
 # -- the accountant interface -------------------------------------------------------
 def test_interface_matches_the_accountant(tmp_path):
     ledger = PrivacyLedger(tmp_path / "l.sqlite", 2.0, DELTA)
