@@ -39,6 +39,7 @@ from dpsklearn.calibration import (
 from dpsklearn.gnmax import (
     ConfidentGNMaxEngine,
     confident_gnmax,
+    confident_gnmax_outcome,
     confident_gnmax_threshold,
     gnmax,
 )
@@ -543,3 +544,40 @@ def test_estimator_zcdp_calibration_and_own_accountant():
     rho = model.rho_
     assert rho + 2 * math.sqrt(rho * math.log(1e5)) <= 8.0
     assert model.accountant_.spent[0] <= 8.0
+
+
+# --------------------------------------------------------------------------
+# Expected outcome (the regime guide's Confident-GNMax piece)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_classes, max_answers", [(2, None), (2, 300), (3, 250)])
+def test_expected_outcome_matches_simulation(n_classes, max_answers):
+    rng = np.random.default_rng(n_classes)
+    k, m = 200, 600
+    shares = rng.dirichlet(np.full(n_classes, 0.7), size=m)
+    counts = np.array([rng.multinomial(k, s) for s in shares])
+    labels = np.where(rng.random(m) < 0.8, counts.argmax(axis=1),
+                      rng.integers(0, n_classes, m))
+    threshold, s1, s2 = 130.0, 20.0, 25.0
+    predicted = confident_gnmax_outcome(
+        counts, threshold, s1, s2, max_answers=max_answers, labels=labels
+    )
+    runs = []
+    for seed in range(300):
+        answers, answered, _ = confident_gnmax(
+            counts, threshold, s1, s2, rng=np.random.default_rng(seed),
+            max_answers=max_answers,
+        )
+        correct = np.sum(answers[answered] == labels[: answers.size][answered])
+        runs.append((answered.sum() / m, correct / m))
+    simulated = np.mean(runs, axis=0)
+    assert abs(predicted["answered_fraction"] - simulated[0]) < 0.01
+    assert abs(predicted["accuracy_all"] - simulated[1]) < 0.01
+
+
+def test_expected_outcome_bad_input():
+    with pytest.raises(ValueError, match="labels"):
+        confident_gnmax_outcome([[3, 1]], 2, 1.0, 1.0, labels=[2])
+    with pytest.raises(ValueError, match="at least one"):
+        confident_gnmax_outcome(np.zeros((0, 2), int), 2, 1.0, 1.0)
