@@ -22,7 +22,7 @@ constant vote.
 Identical votes. Folding changes the order of floating-point operations, so
 a fused score can differ from the teacher's own by rounding. Each score gets
 a forward error bound (Higham's ``gamma_n`` bound on dot products, with the
-Cauchy-Schwarz inequality so that it costs one norm per query row):
+Cauchy-Schwarz inequality so that it costs one norm per query row)::
 
     |fused - own| <= tol * (||x||_2 ||a w||_2 + sum_j |b_j w_j| + |c|),
     tol = 4 (d + 4 + 2 n_scalers) * eps
