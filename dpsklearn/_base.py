@@ -250,6 +250,34 @@ def check_abstain_label(abstain_label, classes, needed_by):
         )
 
 
+def check_regression_targets(y):
+    """Regression targets as numbers, or a ValueError naming ``y`` (SPEC 6).
+
+    scikit-learn's ``y_numeric`` converts object arrays only: an array of
+    strings passes ``validate_data`` unchanged and fails later (in a
+    teacher's fit, the loss, a clip) with a message that names no
+    parameter. Strings and objects are converted to float here, before
+    ``validate_data``; what does not convert is refused. The message never
+    shows the values (they are private labels). ``None`` and arrays that
+    are not rectangular are left to ``validate_data`` and its messages.
+    """
+    if y is None:
+        return y
+    try:
+        values = np.asarray(y)
+    except (TypeError, ValueError):
+        return y
+    if values.dtype.kind not in "USO":
+        return y
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "y must hold numeric regression targets, got an array of dtype "
+            f"{values.dtype} whose values are not numbers."
+        ) from None
+
+
 def output_dtype(classes, abstain_label):
     if abstain_label is None:
         return classes.dtype

@@ -63,7 +63,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import BudgetMixin
+from ._base import BudgetMixin, check_regression_targets
 from .accounting import PrivacyEvent
 from .exceptions import PrivacyLeakWarning
 from .noise import exponential_mechanism, make_noise_generators
@@ -923,6 +923,7 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
         self : object
         """
         self._start_fit()
+        y = check_regression_targets(y)
         X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE, y_numeric=True)
         self._check_finite_epsilon()
         is_list = isinstance(self.hypotheses, (list, tuple))

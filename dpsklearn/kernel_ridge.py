@@ -52,7 +52,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import BudgetMixin
+from ._base import BudgetMixin, check_regression_targets
 from ._serving import ServingState
 from .accounting import PrivacyEvent
 from .calibration import PER_QUERY_CALIBRATIONS, per_query_epsilon
@@ -634,6 +634,7 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
             spent).
         """
         self._start_fit()
+        y = check_regression_targets(y)
         X, y = validate_data(
             self, X, y, accept_sparse=_ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
         )

@@ -33,7 +33,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._base import (
+    ENSEMBLE_CONSTRAINTS,
+    TeacherEnsembleMixin,
+    check_regression_targets,
+)
 from ._serving import ReleaseCache, ServingState, row_keys
 from .accounting import PrivacyEvent
 from .calibration import per_query_epsilon
@@ -726,6 +730,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         self._start_fit()
         self._check_max_queries()
         check_dense(self, X)
+        y = check_regression_targets(y)
         X, y = validate_data(self, X, y, y_numeric=True)
         lo, hi = check_target_range(self.target_range, y, type(self).__name__)
         n_samples = X.shape[0]

@@ -26,7 +26,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._base import (
+    ENSEMBLE_CONSTRAINTS,
+    TeacherEnsembleMixin,
+    check_regression_targets,
+)
 from ._serving import ReleaseCache, ServingState, row_keys
 from .accounting import PrivacyEvent
 from .calibration import calibrate_sparse_vector
@@ -293,6 +297,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
 
     def _validate_targets(self, X, y, method):
         if method == "predict":
+            y = check_regression_targets(y)
             X, y = validate_data(self, X, y, y_numeric=True)
             return X, y, check_target_range(self.target_range, y, type(self).__name__)
         X, y = validate_data(self, X, y)
