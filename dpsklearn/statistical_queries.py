@@ -47,6 +47,20 @@ def _unit_values(values, n_rows, what):
     return np.clip(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
 
 
+def _check_query_function(function, name):
+    """A query must be callable; refused before its chunk is claimed (SPEC 6).
+
+    A public input error such as this one does not depend on the private
+    rows, so it must not use up a chunk (the query after it would otherwise
+    lose its answer).
+    """
+    if not callable(function):
+        raise TypeError(
+            f"{name} must be a callable {name}(X_chunk, y_chunk) returning one "
+            f"value per row, got {type(function).__name__}."
+        )
+
+
 class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
     """Answer up to ``n_queries`` statistical queries, each on its own chunk.
 
@@ -290,6 +304,7 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
             When all ``n_queries`` chunks have answered.
         """
         check_is_fitted(self)
+        _check_query_function(phi, "phi")
         state = self._serving_state_
         with state.lock:
             i, X, y = self._next_chunk()
@@ -326,6 +341,7 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
             When all ``n_queries`` chunks have answered.
         """
         check_is_fitted(self)
+        _check_query_function(predicate, "predicate")
         state = self._serving_state_
         with state.lock:
             i, X, y = self._next_chunk()
