@@ -517,9 +517,12 @@ def test_calibration_invariants_random(epsilon, log10_delta, cutoff):
     for cal in admissible:
         share = 1.0 if cal.name == "pure" else 0.5
         assert cutoff * cal.tail_probability <= share * delta
+        # p equals the bound times a factor in (0, 1]; where that factor
+        # rounds to 1 the two log-space evaluations differ in the last bits,
+        # so compare with a relative tolerance of 1e-12.
         assert cal.tail_probability <= stability_tail_bound(
             cal.noise_scale, cal.threshold
-        )
+        ) * (1 + 1e-12)
     exact = cands["exact"]
     assert kov_delta(exact.per_instance_epsilon, cutoff, epsilon) <= delta / 2
     assert exact.noise_scale <= cands["pure"].noise_scale * (1 + 1e-12)
