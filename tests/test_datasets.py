@@ -4,7 +4,6 @@ import gzip
 import subprocess
 import sys
 import textwrap
-import time
 from importlib import resources
 from pathlib import Path
 
@@ -217,13 +216,6 @@ def test_bad_subset(subset):
         load_adult(subset=subset)
     for allowed in ("'train'", "'test'", "'all'"):
         assert allowed in str(excinfo.value)
-
-
-def test_fast():
-    load_adult()  # warm the file cache
-    start = time.perf_counter()
-    load_adult()
-    assert time.perf_counter() - start < 1.0
 
 
 def test_pandas_not_required():
