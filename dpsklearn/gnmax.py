@@ -286,6 +286,20 @@ class ConfidentGNMaxEngine:
     def halted(self):
         return self.n_answers >= self.max_answers
 
+    def get_state(self) -> dict:
+        """The serving counters to persist in a ledger (nothing secret here)."""
+        return {
+            "n_answers": self.n_answers,
+            "abstention_count": self.abstention_count,
+            "n_queries": self.n_queries,
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Continue from persisted counters (a copy never gets answers back)."""
+        self.n_answers = int(state["n_answers"])
+        self.abstention_count = int(state["abstention_count"])
+        self.n_queries = int(state["n_queries"])
+
     def run(self, counts, rng):
         """Process queries in order until the answers run out.
 

@@ -675,6 +675,9 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
         self.gamma_ = gamma
         self.accountant_ = accountant
         self._kernel_spec_ = spec
+        state = getattr(self, "_serving_state_", None)
+        if state is not None:  # release="predictions": a durable query counter
+            state.bind_ledger(accountant, type(self).__name__)
         return self
 
     def _fit_prediction_release(self, X, y, spec, y_bound, plan):
@@ -781,7 +784,7 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
         state = self._serving_state_
         config = state.config
         n_queries = X.shape[0]
-        with state.lock:
+        with state.serving():
             n_allowed = state.queries_allowed(n_queries)
             answers = np.empty(0, dtype=np.float64)
             if n_allowed > 0:
@@ -823,7 +826,7 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
                 "remaining_queries": None,
             }
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             cap = state.config["max_queries"]
             return {
                 "release": "predictions",

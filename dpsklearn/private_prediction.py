@@ -171,6 +171,9 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             reseed,
         )
         state.caches = {name: ReleaseCache(fields) for name, fields in methods.items()}
+        # With a ledger the served-units counter is durable (SPEC 4): copies
+        # and restarts continue it instead of getting the budget back.
+        state.bind_ledger(self.accountant_, type(self).__name__)
         return state
 
     def _validate_query(self, X):
@@ -184,7 +187,7 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
         raises :class:`BudgetExhaustedError` when the prefix is short.
         """
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             remaining = state.config["max_queries"] - state.n_served
             n_affordable = max(0, remaining) // cost
             out, n_answered, n_new = state.caches[method].serve(
@@ -232,7 +235,7 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             name, per_unit = "epsilon", eps_q
         else:
             name, per_unit = "rho", eps_q**2 * _ZCDP_RHO_PER_UNIT[self._release]
-        with state.lock:
+        with state.serving():
             cap = state.config["max_queries"]
             return {
                 "max_queries": cap,

@@ -400,7 +400,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         self.noise_scale_ = calibration.noise_scale
         self.sparse_vector_epsilon_ = calibration.epsilon
         self.fallback_epsilon_ = fallback_epsilon if share else 0.0
-        self._serving_state_ = self._new_serving_state(calibration, fallback_epsilon)
+        state = self._new_serving_state(calibration, fallback_epsilon)
+        state.bind_ledger(accountant, type(self).__name__)  # durable (SPEC 4)
+        self._serving_state_ = state
         return self
 
     def _warn_if_nothing_can_pass(self, n_estimators, calibration):
@@ -532,7 +534,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         X = validate_data(self, X, reset=False)
         n_queries = X.shape[0]
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             engine = state.engine
             n_affordable = state.queries_allowed(n_queries)
             out, n_answered, n_new = state.caches["predict"].serve(
@@ -578,7 +580,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         status : dict
         """
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             engine = state.engine
             return {
                 "n_answered": state.n_served,

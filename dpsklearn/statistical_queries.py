@@ -258,11 +258,15 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
         self._X_ = X
         self._y_ = y
         generators, reseed = make_noise_generators(self.noise_random_state, 1)
-        self._serving_state_ = ServingState(
+        state = ServingState(
             {"max_queries": self.n_queries_, "epsilon": float(self.epsilon)},
             {"noise": generators[0]},
             reseed,
         )
+        # The query counter picks the chunk: with a ledger it is durable, so
+        # no copy or restart can answer on a chunk twice (SPEC 4).
+        state.bind_ledger(accountant, type(self).__name__)
+        self._serving_state_ = state
         return self
 
     # -- queries ---------------------------------------------------------------
@@ -306,7 +310,7 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
         check_is_fitted(self)
         _check_query_function(phi, "phi")
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             i, X, y = self._next_chunk()
             values = _unit_values(phi(X, y), X.shape[0], "query function")
             sensitivity = 1.0 / X.shape[0]
@@ -343,7 +347,7 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
         check_is_fitted(self)
         _check_query_function(predicate, "predicate")
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             i, X, y = self._next_chunk()
             values = _unit_values(predicate(X, y), X.shape[0], "predicate")
             count = int(np.count_nonzero(values >= 0.5))
@@ -361,5 +365,5 @@ class PrivateStatisticalQueries(_SingleReleaseMixin, BaseEstimator):
         """How many queries the fitted oracle can still answer."""
         check_is_fitted(self)
         state = self._serving_state_
-        with state.lock:
+        with state.serving():
             return state.queries_allowed(self.n_queries_)

@@ -500,9 +500,10 @@ class SubsampleAggregateClassifier(
             "verbose": self.verbose,
             "mechanism": "confident_gnmax",
         }
-        self._serving_state_ = ServingState(
-            config, {"gnmax": generators[0]}, reseed, engine
-        )
+        state = ServingState(config, {"gnmax": generators[0]}, reseed, engine)
+        # A PrivacyLedger accountant keeps the answer count durable (SPEC 4).
+        state.bind_ledger(accountant, type(self).__name__)
+        self._serving_state_ = state
         return self
 
     def _gnmax_events(self, accountant, calibration):
