@@ -15,6 +15,7 @@ from .erm import (
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .kernel_ridge import PrivateKernelRidge, kernel_ridge_schedule
 from .knowledge_transfer import KnowledgeTransferClassifier
+from .ledger import LedgerError, PrivacyLedger
 from .private_prediction import PrivatePredictionClassifier, PrivatePredictionRegressor
 from .soft_label import SoftLabelPrivateRegressor
 from .statistical_queries import PrivateStatisticalQueries
@@ -28,8 +29,10 @@ __all__ = [
     "ExponentialMechanismERM",
     "ExponentialMechanismERMRegressor",
     "KnowledgeTransferClassifier",
+    "LedgerError",
     "PrivacyAccountant",
     "PrivacyEvent",
+    "PrivacyLedger",
     "PrivacyLeakWarning",
     "PrivateKernelRidge",
     "PrivatePredictionClassifier",
