@@ -1,0 +1,1059 @@
+"""Privacy audits of the estimators' mechanisms (issue 6 item 2, second half).
+
+``tests/test_audit.py`` audits the noise primitives and the sparse vector
+engine; this file audits what the estimators release, each on the worst-case
+neighbours of its proof (replace-one, SPEC 1):
+
+* the stability release of :class:`SubsampleAggregateClassifier` at ``T = 1``
+  (pass and release the exact majority), with a query whose majority one
+  vote flips, at the claimed ``(epsilon, delta)``;
+* the soft-label tests of :class:`SoftLabelPrivateRegressor` at ``T = 1``
+  (:meth:`SparseVectorEngine.run_two_stage`, calibrated for ``T + 1`` draws);
+* the kernel-ridge single query of :class:`PrivateKernelRidge` (two fits on
+  datasets that differ in one label, ``-M`` against ``+M``), and its fitted
+  ``sensitivity_`` against the empirical ``|f - f'|``;
+* the statistical-query oracle (neighbouring chunk contents);
+* the exponential-mechanism ERM sampler (one error count up, the other down);
+* the per-query exponential mechanism of :class:`PrivatePredictionClassifier`
+  at ``eps_q`` (teachers trained on one-row shards, one label replaced).
+
+Each asserts ``epsilon_lower <= claimed`` and, so that the audit has power,
+``epsilon_lower >= 0.5 x claimed``. Where the outputs can be enumerated the
+exact loss (:func:`dpsklearn.audit.exact_epsilon`) is computed too; for the
+two sparse vector releases the sampled output frequencies are also checked
+against the enumeration (chi-square), and known-bad variants of their
+calibration are shown to exceed the claim exactly. One
+mechanism cannot show half its claim by sampling in the time budget: at
+``T = 1`` the soft-label calibration pays for two threshold draws, but the
+second one meets a single test, so no pair of neighbours can show more than
+``1.25 eps0 = 0.625`` of the claim; its power check is on the exact loss
+(0.57 of the claim), its sampled bound is checked against the claim only.
+
+Where an estimator fits per run too slowly (the ensembles), the audited
+function drives the package's own parts (vote counts, distance, the real
+:class:`SparseVectorEngine`) with noise drawn by the audit, and a test
+pins the estimator to it: with ``noise_random_state`` set, the fitted
+estimator's ``predict`` and the audited function, given the same noise
+streams, answer identically.
+
+Confidence 0.95 per bound (Bonferroni over both directions). Runs per
+neighbour are stated per test (``RUNS_*``); every audit is seeded, so the
+file is deterministic. The table of measured figures is printed at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.kernel_ridge import KernelRidge
+from threadpoolctl import threadpool_limits
+
+from dpsklearn import (
+    DecisionStumps,
+    ExponentialMechanismERM,
+    PrivateKernelRidge,
+    PrivatePredictionClassifier,
+    PrivateStatisticalQueries,
+    SoftLabelPrivateRegressor,
+    SubsampleAggregateClassifier,
+)
+from dpsklearn.audit import AuditResult, audit, exact_epsilon
+from dpsklearn.calibration import calibrate_sparse_vector
+from dpsklearn.noise import (
+    DiscreteLaplaceStream,
+    discrete_laplace,
+    exponential_mechanism,
+    make_noise_generators,
+)
+from dpsklearn.sharding import partition_indices
+from dpsklearn.soft_label import soft_label_histograms
+from dpsklearn.sparse_vector import SparseVectorEngine
+from dpsklearn.votes import distance_from_gap, majority_and_gap, vote_counts
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
+    pytest.mark.filterwarnings("ignore:delta=.*1/n_samples:UserWarning"),
+]
+
+CONFIDENCE = 0.95
+RUNS_STABILITY = 80_000  # real engine, one object per run (~40 us)
+RUNS_SOFT_LABEL = 20_000  # real engine, two-stage (~60 us): no power by sampling
+RUNS_KERNEL_RIDGE = 200_000  # one batched predict per neighbour
+RUNS_ORACLE = 6_000  # one oracle call per run (~230 us)
+RUNS_ERM = 400_000  # vectorised sampler
+RUNS_PRIVATE_PREDICTION = 200_000  # one batched predict per neighbour
+CHI2_FAILURE = 1e-6
+
+# (mechanism, neighbours, runs per neighbour, claimed, epsilon_lower,
+#  point estimate, exact loss or "", verdict)
+_TABLE: list[tuple] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_thread_blas():
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
+    _TABLE.append(
+        (
+            mechanism,
+            neighbours,
+            f"{result.n_runs + result.n_selection_runs:,}",
+            claimed,
+            f"{result.epsilon_lower:.3f}",
+            f"{result.epsilon_hat:.3f}",
+            "" if exact is None else f"{exact:.3f}",
+            "LEAK" if result.epsilon_lower > claimed else "ok",
+        )
+    )
+
+
+def _record_exact(mechanism, neighbours, claimed, exact, delta):
+    verdict = "LEAK" if exact > claimed else "ok"
+    shown = "inf" if math.isinf(exact) else f"{exact:.3f}"
+    _TABLE.append(
+        (
+            mechanism,
+            neighbours,
+            f"exact (delta={delta:g})",
+            claimed,
+            "",
+            "",
+            shown,
+            verdict,
+        )
+    )
+
+
+def _format_table():
+    header = (
+        "mechanism",
+        "neighbours",
+        "runs/side",
+        "claimed",
+        "eps_lower",
+        "eps_hat",
+        "exact",
+        "verdict",
+    )
+    rows = [header] + [
+        (m, nb, n, f"{c:.4g}", lo, hat, ex, v) for m, nb, n, c, lo, hat, ex, v in _TABLE
+    ]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True))
+        for r in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(
+        f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
+        "'exact' rows enumerate the output distributions (no sampling); a "
+        "BAD row is a known-bad variant that must show a leak."
+    )
+    return lines
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _audit_table(request):
+    start = time.perf_counter()
+    yield
+    if not _TABLE:
+        return
+    lines = _format_table()
+    lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
+    plugins = request.config.pluginmanager
+    reporter = plugins.get_plugin("terminalreporter")
+    capture = plugins.get_plugin("capturemanager")
+    if reporter is None or capture is None:  # pragma: no cover
+        print("\n".join(lines))
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line("")
+        reporter.write_sep("-", "estimator privacy audit (issue 6)")
+        for line in lines:
+            reporter.write_line(line)
+
+
+def _assert_private(result, claimed):
+    assert result.epsilon_lower <= claimed, (
+        f"audit found a leak: {result} (claimed {claimed})"
+    )
+    assert result.epsilon_lower >= 0.5 * claimed, (
+        f"audit lacks power: {result} (claimed {claimed})"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Exact output distributions of the sparse vector at T = 1
+# ---------------------------------------------------------------------------
+
+
+def _dlap_pmf(z, scale):
+    a = math.exp(-1.0 / scale)
+    return (1 - a) / (1 + a) * a ** np.abs(z)
+
+
+def _dlap_cdf(x, scale):
+    """P(DLap(scale) <= x) for real x (the integers up to floor(x))."""
+    a = math.exp(-1.0 / scale)
+    z = np.floor(np.asarray(x, dtype=np.float64))
+    return np.where(z >= 0, 1 - a ** (z + 1) / (1 + a), a ** (-z) / (1 + a))
+
+
+def _threshold_support(lam):
+    # the noisy threshold's tail beyond 60 lam has mass below 1e-26
+    reach = int(60 * lam) + 10
+    z = np.arange(-reach, reach + 1)
+    return z, _dlap_pmf(z, lam)
+
+
+def first_fail_exact(scores, threshold, lam):
+    """P[the first failed test is query i], i = 0..m-1, and P[no failure] last.
+
+    One threshold draw ``w + Z``, ``Z ~ DLap(lam)``; query ``i`` fails when
+    ``q_i + DLap(2 lam) <= w + Z`` (SPEC 2.4). Sums over ``Z`` exactly.
+    """
+    z, pz = _threshold_support(lam)
+    survive = np.ones_like(pz)
+    out = []
+    for q in scores:
+        fail = _dlap_cdf(threshold + z - q, 2 * lam)
+        out.append(float(np.sum(pz * survive * fail)))
+        survive = survive * (1 - fail)
+    out.append(float(np.sum(pz * survive)))
+    return np.array(out)
+
+
+def single_test_pass_exact(score, threshold, lam):
+    """P[q + DLap(2 lam) > w + DLap(lam)] for a fresh threshold draw."""
+    z, pz = _threshold_support(lam)
+    return float(np.sum(pz * (1 - _dlap_cdf(threshold + z - score, 2 * lam))))
+
+
+def _chi_square_pvalue(observed_outcomes, probabilities):
+    """Goodness of fit of outcome indices to ``probabilities`` (tiny bins merged)."""
+    n = observed_outcomes.size
+    observed = np.bincount(observed_outcomes, minlength=probabilities.size)
+    order = np.argsort(probabilities)
+    obs, exp = [], []
+    acc_o = acc_e = 0.0
+    for i in order:  # merge the smallest bins until each expects >= 20
+        acc_o += observed[i]
+        acc_e += n * probabilities[i]
+        if acc_e >= 20:
+            obs.append(acc_o)
+            exp.append(acc_e)
+            acc_o = acc_e = 0.0
+    if acc_e and exp:
+        obs[-1] += acc_o
+        exp[-1] += acc_e
+    exp = np.array(exp) * n / np.sum(exp)
+    return stats.chisquare(obs, exp).pvalue
+
+
+class _TableTeacher:
+    """A hand-built teacher: predicts ``table[query id, column]``.
+
+    The proof of every ensemble mechanism treats one replaced record as one
+    teacher replaced by an arbitrary other one; tables of teacher outputs
+    that differ in one column are exactly those neighbours.
+    """
+
+    def __init__(self, table, column):
+        self.table = table
+        self.column = column
+
+    def predict(self, X):
+        return self.table[np.asarray(X)[:, 0].astype(int), self.column]
+
+
+def _with_teachers(model, table):
+    model.estimators_ = [_TableTeacher(table, j) for j in range(table.shape[1])]
+    vars(model).pop("_fused_ensemble_", None)  # votes from the new teachers
+    return model
+
+
+def _query_ids(m):
+    return np.arange(m, dtype=np.float64).reshape(-1, 1)
+
+
+def _slicer(row):
+    return lambda start, stop: row[start:stop]
+
+
+# ---------------------------------------------------------------------------
+# 1. Stability release: SubsampleAggregateClassifier at T = 1 (SPEC 2.2, 2.4)
+# ---------------------------------------------------------------------------
+# k = 93 teachers, two classes. The sparse vector part takes the AboveThreshold
+# worst case (test_audit.py): six queries whose distance moves up by one and
+# the halting query whose distance moves down by one; the stability part adds
+# a last query whose majority one vote flips: [47, 46] (label 0) against
+# [46, 47] (label 1), distance 0 on both sides. Passing it releases the
+# majority, which tells the neighbours apart; the calibration's threshold
+# makes that happen with probability at most delta. Teacher 0 is the one
+# replaced. Distances at the fitted threshold w = 46.05 (pure calibration):
+#   neighbour 0: [45]*6 + [46] + [0],   labels 0 ... 0, flip query 0
+#   neighbour 1: [46]*6 + [45] + [0],   labels 0 ... 0, flip query 1
+
+STABILITY = dict(epsilon=1.0, delta=1e-5, max_unstable=1)
+K_STABILITY = 93
+
+
+def _stability_tables():
+    base = np.zeros((8, K_STABILITY), dtype=np.int64)
+    # early and halting queries: [92, 1] (distance 45) or [93, 0] (46)
+    base[7, 47:] = 1  # flip query: 46 of the others vote 0, 46 vote 1
+    first, second = base.copy(), base.copy()
+    first[:6, 0], first[6, 0], first[7, 0] = 1, 0, 0
+    second[:6, 0], second[6, 0], second[7, 0] = 0, 1, 1
+    return first, second
+
+
+STABILITY_TABLES = _stability_tables()
+
+
+def _stability_model(noise_random_state=None, n_estimators=K_STABILITY):
+    X = _query_ids(2 * K_STABILITY)
+    y = np.arange(2 * K_STABILITY) % 2
+    return SubsampleAggregateClassifier(
+        DummyClassifier(),
+        n_estimators=n_estimators,
+        fallback="abstain",
+        abstain_label=-1,
+        on_exhausted="abstain",
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=noise_random_state,
+        **STABILITY,
+    ).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def stability_model():
+    return _stability_model()
+
+
+def _stability_scores(table):
+    """Distances and majorities of a table of votes (the package's functions)."""
+    majority, gap = majority_and_gap(vote_counts(table.T, 2))
+    return distance_from_gap(gap), majority
+
+
+def stability_release(scores, threshold, lam, query_noise, threshold_noise):
+    """What ``predict`` releases at T = 1 with ``fallback="abstain"``.
+
+    The real engine tests the distances; a passing query gets its exact
+    majority, the failing one and every later one the abstain label -1.
+    """
+    distance, majority = scores
+    engine = SparseVectorEngine(threshold, lam, 1, query_noise, threshold_noise)
+    passed, n_processed = engine.run(distance)
+    labels = np.full(distance.size, -1, dtype=np.int64)
+    labels[:n_processed][passed] = majority[:n_processed][passed]
+    return labels
+
+
+def _stability_outcome(labels):
+    """0..7: index of the first abstention; 8: none (flip query released 0);
+    9: none (flip query released 1)."""
+    labels = np.atleast_2d(labels)
+    abstained = labels == -1
+    first = np.where(abstained.any(axis=1), abstained.argmax(axis=1), 8)
+    return np.where(first == 8, 8 + labels[:, -1], first)
+
+
+def _stability_exact(tables, threshold, lam):
+    """Exact distributions over the ten outcomes of ``_stability_outcome``."""
+    out = []
+    for table in tables:
+        distance, majority = _stability_scores(table)
+        p = first_fail_exact(distance, threshold, lam)
+        none = np.zeros(2)
+        none[majority[-1]] = p[-1]
+        out.append(np.r_[p[:-1], none])
+    return out
+
+
+def test_stability_neighbours_are_one_teacher_apart():
+    first, second = STABILITY_TABLES
+    assert np.flatnonzero((first != second).any(axis=0)).tolist() == [0]
+    dists, majorities = [], []
+    for table in STABILITY_TABLES:
+        distance, majority = _stability_scores(table)
+        dists.append(distance.tolist())
+        majorities.append(majority.tolist())
+    assert dists == [[45] * 6 + [46, 0], [46] * 6 + [45, 0]]
+    assert majorities == [[0] * 8, [0] * 7 + [1]]  # one vote flips the last
+
+
+def test_stability_release_matches_the_estimator(stability_model):
+    # The audited function is what predict releases: same noise, same answers.
+    # (The fits here train 2 teachers, then serve the 93 hand-built ones: the
+    # calibration does not depend on k, and 93 real fits per seed are slow.)
+    outcomes = set()
+    for seed in range(16):
+        for table in STABILITY_TABLES:
+            model = _stability_model(noise_random_state=seed, n_estimators=2)
+            assert model.threshold_ == stability_model.threshold_
+            labels = _with_teachers(model, table).predict(_query_ids(8))
+            (query_gen, threshold_gen, _), reseed = make_noise_generators(seed, 3)
+            lam = model.noise_scale_
+            expected = stability_release(
+                _stability_scores(table),
+                model.threshold_,
+                lam,
+                DiscreteLaplaceStream(2 * lam, query_gen, reseed),
+                DiscreteLaplaceStream(lam, threshold_gen, reseed),
+            )
+            np.testing.assert_array_equal(labels, expected)
+            outcomes.add(int(_stability_outcome(labels)[0]))
+    assert len(outcomes) >= 3  # the seeds exercise several halting points
+
+
+def test_stability_release_exact(stability_model):
+    # At the claimed (epsilon, delta): the exact loss of the whole release,
+    # flip query included, is within epsilon, and nearly all of it is used.
+    w, lam = stability_model.threshold_, stability_model.noise_scale_
+    epsilon, delta = STABILITY["epsilon"], STABILITY["delta"]
+    p, q = _stability_exact(STABILITY_TABLES, w, lam)
+    assert p[9] == q[8] == 0.0  # each side releases its own flip label only
+    assert 0 < p[8] <= delta and 0 < q[9] <= delta  # ... with prob. <= delta
+    exact = exact_epsilon(p, q, delta)
+    _record_exact(
+        "stability release T=1", "votes, last query flips", epsilon, exact, delta
+    )
+    assert 0.5 * epsilon <= exact <= epsilon
+    assert exact_epsilon(p, q, 0.0) == math.inf  # delta is needed, and used
+
+
+def test_bad_stability_threshold_without_factor_two_is_caught(stability_model):
+    # Seed 002's Algorithm 6 threshold drops the factor 2 (SPEC 3.4): with
+    # w/2 the flip query passes far more often than delta allows.
+    w, lam = stability_model.threshold_, stability_model.noise_scale_
+    delta = STABILITY["delta"]
+    p, q = _stability_exact(STABILITY_TABLES, w / 2, lam)
+    assert p[8] > 10 * delta
+    exact = exact_epsilon(p, q, delta)
+    _record_exact(
+        "BAD stability, threshold w/2",
+        "votes, last query flips",
+        STABILITY["epsilon"],
+        exact,
+        delta,
+    )
+    assert exact > STABILITY["epsilon"]
+
+
+def _halts_at_the_seventh_query(labels):
+    """the first abstention is at query 6 (the halting query of the proof)"""
+    return _stability_outcome(labels) == 6
+
+
+def test_stability_release_audit(stability_model):
+    w, lam = stability_model.threshold_, stability_model.noise_scale_
+    epsilon, delta = STABILITY["epsilon"], STABILITY["delta"]
+    outputs = {}
+    scores = [_stability_scores(table) for table in STABILITY_TABLES]
+
+    def mech(nb, n, rng):
+        thr = discrete_laplace(lam, size=(n, 1), rng=rng)
+        q = discrete_laplace(2 * lam, size=(n, 8), rng=rng)
+        out = np.stack(
+            [
+                stability_release(scores[nb], w, lam, _slicer(q[r]), _slicer(thr[r]))
+                for r in range(n)
+            ]
+        )
+        outputs[nb] = out
+        return out
+
+    res = audit(
+        mech,
+        _halts_at_the_seventh_query,
+        n_runs=RUNS_STABILITY,
+        delta=delta,
+        rng=100,
+        confidence=CONFIDENCE,
+    )
+    p, q = _stability_exact(STABILITY_TABLES, w, lam)
+    _record(
+        "stability release T=1 (subsample)",
+        "votes, last query flips",
+        res,
+        epsilon,
+        exact=exact_epsilon(p, q, delta),
+    )
+    _assert_private(res, epsilon)
+    for nb, probabilities in ((0, p), (1, q)):
+        pvalue = _chi_square_pvalue(_stability_outcome(outputs[nb]), probabilities)
+        assert pvalue > CHI2_FAILURE, (nb, pvalue)
+
+
+# ---------------------------------------------------------------------------
+# 2. Soft-label tests: SoftLabelPrivateRegressor at T = 1 (SPEC 3.4)
+# ---------------------------------------------------------------------------
+# k = 205 teachers, gamma = 1/4. Soft labels 0.2 (first bin 0, shifted bin 0),
+# 0.45 (bins 1 and 1) and 0.3 (first bin 1, shifted bin 0). Teacher 0 is the
+# one replaced: 0.45 on the six early queries and 0.2 on the halting query on
+# neighbour 0, the other way round on neighbour 1. First-partition distances
+# [96]*6 + [97] against [97]*6 + [96]; the halting query's shifted distance
+# 101 against 100 (four 0.3 teachers make it differ from the first). Fullest
+# bins are the same on both sides, so the answers are the same when released.
+
+SOFT = dict(epsilon=1.0, delta=1e-5, max_unstable=1, gamma=0.25)
+K_SOFT = 205
+
+
+def _soft_tables():
+    base = np.full((7, K_SOFT), 0.2)
+    base[:6, 1:6] = 0.45  # early queries: [199, 6] or [200, 5]
+    base[6, 1] = 0.45  # halting query: one 0.45 ...
+    base[6, 2:6] = 0.3  # ... and four 0.3 (first bin 1, shifted bin 0)
+    first, second = base.copy(), base.copy()
+    first[:6, 0], first[6, 0] = 0.45, 0.2
+    second[:6, 0], second[6, 0] = 0.2, 0.45
+    return first, second
+
+
+SOFT_TABLES = _soft_tables()
+
+
+def _soft_model(noise_random_state=None, n_estimators=K_SOFT):
+    X = _query_ids(2 * K_SOFT)
+    y = np.linspace(0, 1, 2 * K_SOFT)
+    return SoftLabelPrivateRegressor(
+        DummyRegressor(),
+        n_estimators=n_estimators,
+        target_range=(0.0, 1.0),
+        fallback="midpoint",
+        on_exhausted="abstain",
+        random_state=0,
+        noise_random_state=noise_random_state,
+        **SOFT,
+    ).fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def soft_model():
+    return _soft_model()
+
+
+def _soft_scores(table):
+    counts, shifted = soft_label_histograms(table.T, round(1 / SOFT["gamma"]))
+    first_bin, first_gap = majority_and_gap(counts)
+    second_bin, second_gap = majority_and_gap(shifted)
+    return (
+        distance_from_gap(first_gap),
+        first_bin,
+        distance_from_gap(second_gap),
+        second_bin,
+    )
+
+
+def soft_label_release(scores, threshold, lam, query_noise, threshold_noise, second):
+    """What ``predict`` releases at T = 1 (midpoint fallback, on_exhausted="abstain").
+
+    ``scores`` from :func:`_soft_scores`. Returns the answers (in [0, 1])
+    and the abstention mask, stacked.
+    """
+    n_bins = round(1 / SOFT["gamma"])
+    first_dist, first_bin, second_dist, second_bin = scores
+    engine = SparseVectorEngine(threshold, lam, 1, query_noise, threshold_noise)
+    outcome, n_done = engine.run_two_stage(first_dist, second_dist, second)
+    values = np.full(first_dist.size, 0.5)
+    abstained = np.ones(first_dist.size, dtype=bool)
+    values[:n_done] = np.where(
+        outcome == 0,
+        (first_bin[:n_done] + 0.5) / n_bins,
+        np.where(outcome == 1, (second_bin[:n_done] + 1.0) / n_bins, 0.5),
+    )
+    abstained[:n_done] = outcome == 2
+    return np.concatenate([values, abstained])
+
+
+def _soft_outcome(released):
+    """0..13: 2 i + (0: second test passed, 1: failed) at the halting query i;
+    14: no query failed."""
+    released = np.atleast_2d(released)
+    m = released.shape[1] // 2
+    values = released[:, :m]
+    stable = values == 0.125  # the first partition's fullest bin answered
+    halt = np.where(stable.all(axis=1), m, (~stable).argmax(axis=1))
+    second_failed = released[np.arange(released.shape[0]), m + np.minimum(halt, m - 1)]
+    return np.where(halt == m, 2 * m, 2 * halt + second_failed.astype(int))
+
+
+def _soft_exact(tables, threshold, lam):
+    out = []
+    for table in tables:
+        first_dist, _, second_dist, _ = _soft_scores(table)
+        p = first_fail_exact(first_dist, threshold, lam)
+        rows = []
+        for i, s in enumerate(second_dist):
+            passed = single_test_pass_exact(s, threshold, lam)
+            rows += [p[i] * passed, p[i] * (1 - passed)]
+        out.append(np.array([*rows, p[-1]]))
+    return out
+
+
+def test_soft_label_neighbours_are_one_teacher_apart():
+    first, second = SOFT_TABLES
+    assert np.flatnonzero((first != second).any(axis=0)).tolist() == [0]
+    scores = [_soft_scores(t) for t in SOFT_TABLES]
+    assert scores[0][0].tolist() == [96] * 6 + [97]
+    assert scores[1][0].tolist() == [97] * 6 + [96]
+    assert (scores[0][2][6], scores[1][2][6]) == (101, 100)
+    for i in (1, 3):  # fullest bins agree: the released answers are the same
+        np.testing.assert_array_equal(scores[0][i], scores[1][i])
+
+
+def test_soft_label_release_matches_the_estimator(soft_model):
+    # As for the stability release: 2 fitted teachers, 205 hand-built served.
+    outcomes = set()
+    for seed in range(16):
+        for table in SOFT_TABLES:
+            model = _soft_model(noise_random_state=seed, n_estimators=2)
+            assert model.threshold_ == soft_model.threshold_
+            model = _with_teachers(model, table)
+            values, abstained = model.predict(_query_ids(7), return_abstained=True)
+            (query_gen, threshold_gen, second_gen, _), reseed = make_noise_generators(
+                seed, 4
+            )
+            lam = model.noise_scale_
+            expected = soft_label_release(
+                _soft_scores(table),
+                model.threshold_,
+                lam,
+                DiscreteLaplaceStream(2 * lam, query_gen, reseed),
+                DiscreteLaplaceStream(lam, threshold_gen, reseed),
+                DiscreteLaplaceStream(2 * lam, second_gen, reseed),
+            )
+            np.testing.assert_array_equal(np.r_[values, abstained], expected)
+            outcomes.add(int(_soft_outcome(expected)[0]))
+    assert len(outcomes) >= 3
+
+
+def test_soft_label_exact(soft_model):
+    # Calibrated for T + 1 = 2 draws; the second draw meets one test only, so
+    # the worst case shows 1.25 eps0 = 0.625 of the claim at most.
+    w, lam = soft_model.threshold_, soft_model.noise_scale_
+    assert lam == pytest.approx(4.0, rel=1e-3)  # eps0 = eps / 2 per draw
+    epsilon, delta = SOFT["epsilon"], SOFT["delta"]
+    p, q = _soft_exact(SOFT_TABLES, w, lam)
+    exact = exact_epsilon(p, q, delta)
+    _record_exact(
+        "soft-label two-stage T=1", "soft labels, 1 teacher", epsilon, exact, delta
+    )
+    assert 0.5 * epsilon <= exact <= epsilon
+
+
+def test_bad_soft_label_calibrated_for_t_draws_is_caught(soft_model):
+    # Forgetting the +1 (SPEC 3.4): lam calibrated for T = 1 draw, not T + 1.
+    epsilon, delta = SOFT["epsilon"], SOFT["delta"]
+    bad = calibrate_sparse_vector(epsilon, delta, SOFT["max_unstable"], "pure")
+    assert bad.noise_scale == pytest.approx(soft_model.noise_scale_ / 2, rel=1e-3)
+    # the same neighbours, every distance moved by the change of threshold
+    # (a test compares score - w only, and both thresholds lie strictly
+    # between integers)
+    shift = math.floor(bad.threshold) - math.floor(soft_model.threshold_)
+    p, q = (
+        _soft_exact_shifted(t, bad.threshold, bad.noise_scale, shift)
+        for t in SOFT_TABLES
+    )
+    exact = exact_epsilon(p, q, delta)
+    _record_exact(
+        "BAD soft-label, lam for T draws",
+        "soft labels, 1 teacher",
+        epsilon,
+        exact,
+        delta,
+    )
+    assert exact > epsilon
+
+
+def _soft_exact_shifted(table, threshold, lam, shift):
+    first_dist, _, second_dist, _ = _soft_scores(table)
+    p = first_fail_exact(first_dist + shift, threshold, lam)
+    rows = []
+    for i, s in enumerate(second_dist + shift):
+        passed = single_test_pass_exact(s, threshold, lam)
+        rows += [p[i] * passed, p[i] * (1 - passed)]
+    return np.array([*rows, p[-1]])
+
+
+def _event_with_most_power(likely, unlikely, delta, n_runs):
+    """Outcomes (a super-level set of the exact likelihood ratio) whose
+    sampled bound is expected to be largest with ``n_runs`` runs.
+
+    Chosen from the exact distributions only, never from the audit's runs,
+    so the choice does not bias the bound.
+    """
+    ratio = likely / np.maximum(unlikely, 1e-300)
+    order = np.argsort(-ratio)
+    a, b = np.cumsum(likely[order])[:-1], np.cumsum(unlikely[order])[:-1]
+    z = stats.norm.isf((1 - CONFIDENCE) / 4)
+    lower = a - z * np.sqrt(a * (1 - a) / n_runs) - delta
+    upper = b + z * np.sqrt(b * (1 - b) / n_runs)
+    expected = np.log(np.maximum(lower, 1e-300) / upper)
+    return order[: int(np.argmax(expected)) + 1]
+
+
+def test_soft_label_audit(soft_model):
+    w, lam = soft_model.threshold_, soft_model.noise_scale_
+    epsilon, delta = SOFT["epsilon"], SOFT["delta"]
+    p, q = _soft_exact(SOFT_TABLES, w, lam)
+    chosen = _event_with_most_power(q, p, delta, RUNS_SOFT_LABEL)
+    outputs = {}
+    scores = [_soft_scores(table) for table in SOFT_TABLES]
+
+    def event(released):
+        return np.isin(_soft_outcome(released), chosen)
+
+    def mech(nb, n, rng):
+        thr = discrete_laplace(lam, size=(n, 2), rng=rng)
+        q1 = discrete_laplace(2 * lam, size=(n, 7), rng=rng)
+        q2 = discrete_laplace(2 * lam, size=(n, 7), rng=rng)
+        out = np.stack(
+            [
+                soft_label_release(
+                    scores[nb], w, lam, _slicer(q1[r]), _slicer(thr[r]), _slicer(q2[r])
+                )
+                for r in range(n)
+            ]
+        )
+        outputs[nb] = out
+        return out
+
+    res = audit(mech, event, n_runs=RUNS_SOFT_LABEL, delta=delta, rng=200)
+    _record(
+        "soft-label two-stage T=1",
+        "soft labels, 1 teacher",
+        res,
+        epsilon,
+        exact=exact_epsilon(p, q, delta),
+    )
+    assert res.epsilon_lower <= epsilon, res  # power: on the exact loss above
+    for nb, probabilities in ((0, p), (1, q)):
+        pvalue = _chi_square_pvalue(_soft_outcome(outputs[nb]), probabilities)
+        assert pvalue > CHI2_FAILURE, (nb, pvalue)
+
+
+# ---------------------------------------------------------------------------
+# 3. Kernel ridge, one query (SPEC 3.5; seed 001, Lemma 2 and Proposition 1)
+# ---------------------------------------------------------------------------
+# Worst case: a regularisation so small that the fit interpolates, so the
+# clipped prediction at the replaced record's point moves by the whole 2 M
+# that the clipped sensitivity min(Lemma 2, 2 M) allows: labels -M and +M.
+# One query at eps_q = 1: max_queries=1 and epsilon=1, or (the same eps_q
+# and sensitivity, checked) R queries with epsilon = R under basic
+# composition, so one batched predict gives R independent single-query
+# releases.
+
+KR_M = 1.0
+KR_X = np.arange(20, dtype=np.float64).reshape(-1, 1) * 10.0  # K(x_i, x_j) ~ 0
+KR_Y = np.where(np.random.default_rng(3).random(20) < 0.5, -KR_M, KR_M)
+KR_PARAMS = dict(kernel="rbf", gamma=1.0, alpha=1e-6, y_bound=KR_M, delta=0.0)
+
+
+def _kr_labels(nb):
+    y = KR_Y.copy()
+    y[0] = (-KR_M, KR_M)[nb]  # the replaced record's label
+    return y
+
+
+def test_kernel_ridge_sensitivity_covers_the_empirical_change():
+    # Lemma 2 below the clip (alpha = 1, n = 50): sensitivity_ = 0.08 M. Over
+    # records replaced with the worst labels (and moved), the clipped fits
+    # never differ by more, anywhere on a grid of queries.
+    rng = np.random.default_rng(4)
+    n, alpha, M = 50, 1.0, 1.0
+    X = rng.uniform(-1, 1, size=(n, 2))
+    y = rng.uniform(-M, M, size=n)
+    model = PrivateKernelRidge(
+        kernel="rbf", gamma=1.0, alpha=alpha, y_bound=M, max_queries=1
+    ).fit(X, y)
+    bound = 2 * (M / math.sqrt(alpha) + M) / (alpha * n)
+    assert model.sensitivity_ == pytest.approx(bound)
+    grid = np.vstack([X, rng.uniform(-1.5, 1.5, size=(400, 2))])
+
+    def clipped_fit(X_, y_):
+        f = KernelRidge(alpha=alpha * n, kernel="rbf", gamma=1.0).fit(X_, y_)
+        return np.clip(f.predict(grid), -M, M)
+
+    worst = 0.0
+    for i in range(10):
+        for x_new in (X[i], rng.uniform(-1, 1, size=2)):
+            lo_y, hi_y = y.copy(), y.copy()
+            lo_y[i], hi_y[i] = -M, M
+            X_new = X.copy()
+            X_new[i] = x_new
+            worst = max(
+                worst, np.abs(clipped_fit(X, lo_y) - clipped_fit(X_new, hi_y)).max()
+            )
+    assert 0 < worst <= model.sensitivity_
+    # and the audited pair below is the clipped worst case, 2 M, attained
+    fits = [
+        KernelRidge(alpha=1e-6 * 20, kernel="rbf", gamma=1.0).fit(KR_X, _kr_labels(nb))
+        for nb in (0, 1)
+    ]
+    gap = abs(np.diff([np.clip(f.predict(KR_X[:1]), -KR_M, KR_M)[0] for f in fits]))
+    assert gap[0] >= 0.9999 * 2 * KR_M
+
+
+def _left_end(values):
+    """the release is -M (the left end of the output range)"""
+    return values <= -KR_M
+
+
+def test_kernel_ridge_single_query_audit():
+    single = PrivateKernelRidge(epsilon=1.0, max_queries=1, **KR_PARAMS).fit(
+        KR_X, _kr_labels(0)
+    )
+    models = [
+        PrivateKernelRidge(
+            epsilon=float(RUNS_KERNEL_RIDGE),
+            max_queries=RUNS_KERNEL_RIDGE,
+            calibration="basic",
+            noise_random_state=300 + nb,
+            **KR_PARAMS,
+        ).fit(KR_X, _kr_labels(nb))
+        for nb in (0, 1)
+    ]
+    claimed = single.per_query_epsilon_
+    for model in models:  # the batched models release the single query
+        assert model.per_query_epsilon_ == claimed == 1.0
+        assert model.sensitivity_ == single.sensitivity_ == 2 * KR_M
+        assert model.grid_step_ == single.grid_step_
+
+    def mech(nb, n, rng):
+        return models[nb].predict(np.repeat(KR_X[:1], n, axis=0))
+
+    res = audit(mech, _left_end, n_runs=RUNS_KERNEL_RIDGE, rng=301)
+    units = math.floor(single.sensitivity_ / single.grid_step_) + 1
+    exact = (2 * KR_M / single.grid_step_) / units  # shift of 1024 in 1025 units
+    _record("kernel ridge, 1 query", "one label -M vs +M", res, claimed, exact=exact)
+    _assert_private(res, claimed)
+
+
+# ---------------------------------------------------------------------------
+# 4. The statistical-query oracle (SPEC 3.7; seed 003)
+# ---------------------------------------------------------------------------
+# One record changes one chunk. The audit needs many runs on one pair of
+# neighbouring chunk contents: an oracle with R one-row chunks holds R
+# independent copies of the chunk mechanism, and its neighbour's data differs
+# in the one record of every chunk, so the i-th answers of the two oracles
+# are runs of the mechanism on neighbouring chunk contents (0 against 1).
+
+
+def _oracle(nb, n_runs, seed):
+    X = np.full((n_runs, 1), float(nb))  # every one-row chunk holds 0 or 1
+    oracle = PrivateStatisticalQueries(
+        n_queries=n_runs, epsilon=1.0, random_state=0, noise_random_state=seed
+    ).fit(X)
+    assert oracle.chunk_sizes_.tolist() == [1] * n_runs
+    return oracle
+
+
+def _first_column(X_chunk, y_chunk):
+    return X_chunk[:, 0]
+
+
+def _at_zero(answers):
+    """the answer is 0"""
+    return answers <= 0
+
+
+def test_statistical_query_chunks_are_the_partition():
+    # the chunks are the data-independent partition of SPEC 2.1 / 3.7
+    chunks = partition_indices(30, 5, np.random.RandomState(0))
+    seen = []
+    oracle = PrivateStatisticalQueries(n_queries=5, random_state=0).fit(_query_ids(30))
+    for _ in range(5):
+        oracle.query_count(lambda X_, y_: seen.append(X_[:, 0].astype(int)) or X_[:, 0])
+    assert [s.tolist() for s in seen] == [c.tolist() for c in chunks]
+
+
+@pytest.mark.parametrize("kind", ["count", "mean"])
+def test_statistical_query_oracle_audit(kind):
+    epsilon = 1.0
+
+    def mech(nb, n, rng):
+        oracle = _oracle(nb, n, int(rng.integers(2**31)))
+        ask = oracle.query_count if kind == "count" else oracle.query_mean
+        return np.array([ask(_first_column) for _ in range(n)], dtype=np.float64)
+
+    res = audit(mech, _at_zero, n_runs=RUNS_ORACLE, rng=400 + (kind == "mean"))
+    # count: P(0) = P(Z <= 0) against P(Z <= -1), ratio e^eps exactly; mean:
+    # sensitivity 1 on a grid of 2^-10, a shift of 1024 in 1025 units
+    exact = epsilon if kind == "count" else epsilon * 1024 / 1025
+    _record(f"SQ oracle, query_{kind}", "chunk {0} vs {1}", res, epsilon, exact=exact)
+    _assert_private(res, epsilon)
+
+
+# ---------------------------------------------------------------------------
+# 5. The ERM sampler (SPEC 3.6; seed 004)
+# ---------------------------------------------------------------------------
+# Two stumps (threshold 0.5, either orientation) on ten rows: error counts
+# (7, 3). Replacing one record (a label flipped) moves one count up and the
+# other down: (8, 2). The chosen stump is the release.
+
+ERM_X = np.r_[np.full(5, 0.25), np.full(5, 0.75)].reshape(-1, 1)
+ERM_Y = (
+    np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1]),
+    np.array([1, 1, 1, 1, 1, 0, 0, 0, 1, 1]),
+)
+ERM_SPACE = DecisionStumps(feature_bounds=(0.0, 1.0), n_thresholds=1)
+ERM_EPSILON = 1.0
+
+
+def _erm_errors(y):
+    bound = ERM_SPACE.bind(ERM_X, np.array([0, 1]))
+    return np.array(
+        [
+            np.count_nonzero(bound.hypothesis(i).predict(ERM_X) != y)
+            for i in range(bound.n_hypotheses)
+        ]
+    )
+
+
+def _stump_key(stump):
+    return (stump.feature, stump.threshold, int(stump.left), int(stump.right))
+
+
+def test_erm_neighbours_move_each_error_count_by_one():
+    assert sorted(_erm_errors(ERM_Y[0])) == [3, 7]
+    moved = _erm_errors(ERM_Y[1]) - _erm_errors(ERM_Y[0])
+    assert sorted(moved.tolist()) == [-1, 1]
+    assert np.count_nonzero(ERM_Y[0] != ERM_Y[1]) == 1
+
+
+def test_erm_sampler_is_the_estimators():
+    # fit with a pinned noise seed picks exactly the stump that the audited
+    # sampler picks with the same generator: same utilities, same Delta_u
+    bound = ERM_SPACE.bind(ERM_X, np.array([0, 1]))
+    chosen = set()
+    for seed in range(150):
+        for y in ERM_Y:
+            model = ExponentialMechanismERM(
+                ERM_SPACE, epsilon=ERM_EPSILON, classes=[0, 1], noise_random_state=seed
+            ).fit(ERM_X, y)
+            (rng,), _ = make_noise_generators(seed, 1)
+            index = exponential_mechanism(-_erm_errors(y), ERM_EPSILON, 1.0, rng=rng)
+            assert _stump_key(model.hypothesis_) == _stump_key(bound.hypothesis(index))
+            assert model.utility_sensitivity_ == 1.0
+            chosen.add(int(index))
+    assert chosen == {0, 1}
+
+
+def test_erm_sampler_audit():
+    errors = [_erm_errors(y) for y in ERM_Y]
+    worse = int(np.argmax(errors[0]))  # the stump with 7 errors (8 next door)
+
+    def mech(nb, n, rng):
+        utilities = np.broadcast_to(-errors[nb].astype(float), (n, errors[nb].size))
+        return exponential_mechanism(utilities, ERM_EPSILON, 1.0, rng=rng)
+
+    def chose_the_worse_stump(index):
+        """the stump with more errors is chosen"""
+        return index == worse
+
+    res = audit(mech, chose_the_worse_stump, n_runs=RUNS_ERM, rng=500)
+
+    def dist(e):
+        w = np.exp(-ERM_EPSILON * (e - e.min()) / 2)
+        return w / w.sum()
+
+    exact = exact_epsilon(dist(errors[0]), dist(errors[1]))
+    _record("ERM sampler (stumps)", "errors (7,3) vs (8,2)", res, ERM_EPSILON, exact)
+    _assert_private(res, ERM_EPSILON)
+
+
+# ---------------------------------------------------------------------------
+# 6. PrivatePredictionClassifier: the per-query exponential mechanism (SPEC 3.3)
+# ---------------------------------------------------------------------------
+# Real data and real teachers: ten one-row shards, so each teacher predicts
+# its row's label. Labels 3 x 0 and 7 x 1 against one record relabelled:
+# votes [3, 7] against [2, 8]. eps_q = 1 per row: epsilon = R and
+# max_queries = R under basic composition (as max_queries=1, epsilon=1);
+# R distinct query rows give R independent releases in one predict.
+
+PP_X = np.arange(10, dtype=np.float64).reshape(-1, 1)
+PP_Y = (
+    np.array([0, 0, 0, 1, 1, 1, 1, 1, 1, 1]),
+    np.array([1, 0, 0, 1, 1, 1, 1, 1, 1, 1]),
+)
+
+
+def _pp_model(nb, n_queries, seed):
+    return PrivatePredictionClassifier(
+        n_estimators=10,
+        epsilon=float(n_queries),
+        delta=0.0,
+        max_queries=n_queries,
+        calibration="basic",
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=seed,
+    ).fit(PP_X, PP_Y[nb])
+
+
+def _label_zero(labels):
+    """label 0 (the class that lost a vote)"""
+    return labels == 0
+
+
+def test_private_prediction_classifier_audit():
+    single = PrivatePredictionClassifier(
+        n_estimators=10, epsilon=1.0, max_queries=1, classes=[0, 1]
+    ).fit(PP_X, PP_Y[0])
+    claimed = single.epsilon_per_query_
+    models = [_pp_model(nb, RUNS_PRIVATE_PREDICTION, 600 + nb) for nb in (0, 1)]
+    votes = []
+    for model in models:
+        assert model.epsilon_per_query_ == claimed == 1.0
+        counts = np.bincount(
+            [int(t.predict(PP_X[:1])[0]) for t in model.estimators_], minlength=2
+        )
+        votes.append(counts.tolist())
+    assert votes == [[3, 7], [2, 8]]
+
+    def mech(nb, n, rng):
+        # distinct rows: a repeated row would be answered from the cache
+        return models[nb].predict(_query_ids(n))
+
+    res = audit(mech, _label_zero, n_runs=RUNS_PRIVATE_PREDICTION, rng=601)
+
+    def dist(c):
+        w = np.exp(claimed * np.asarray(c) / 2)
+        return w / w.sum()
+
+    exact = exact_epsilon(dist(votes[0]), dist(votes[1]))
+    _record(
+        "PrivatePrediction predict, eps_q", "votes [3,7] vs [2,8]", res, claimed, exact
+    )
+    _assert_private(res, claimed)
+    for model in models:
+        assert model.budget_status()["query_units_remaining"] == 0
+
+
+def test_table_is_complete():
+    # runs last in the file: every audit above recorded its row
+    if len(_TABLE) < 11:
+        pytest.skip("part of the file was deselected")
+    names = {row[0] for row in _TABLE}
+    assert {
+        "stability release T=1 (subsample)",
+        "soft-label two-stage T=1",
+        "kernel ridge, 1 query",
+        "SQ oracle, query_count",
+        "SQ oracle, query_mean",
+        "ERM sampler (stumps)",
+        "PrivatePrediction predict, eps_q",
+    } <= names
