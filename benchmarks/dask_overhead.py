@@ -14,11 +14,13 @@ default ``loky`` backend:
   reported), so the per-task overhead is the difference of the two fits
   divided by the number of tasks.
 
-Both backends are warmed up first (loky's worker pool and the Dask workers'
-imports are not counted); each figure is the median of several repeats,
-measured in this process. The cluster is a ``distributed.LocalCluster`` on
-the loopback interface: a real multi-machine cluster adds network transfer
-of each task's rows (bytes per task in the table) at the link's bandwidth.
+Both backends are started and warmed up first (loky's worker pool and the
+Dask workers' imports are not counted), then measured in alternation, so
+that a change in the machine's load hits both alike; each figure is the
+median of several repeats, with the range of the per-repeat differences.
+The cluster is a ``distributed.LocalCluster`` on the loopback interface: a
+real multi-machine cluster adds network transfer of each task's rows (bytes
+per task in the table) at the link's bandwidth.
 
 Usage::
 
@@ -54,16 +56,11 @@ def _noop(i):
     return i
 
 
-def empty_tasks_seconds(n_tasks, repeats):
-    """Median wall time of ``n_tasks`` empty tasks, one task per dispatch."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        Parallel(n_jobs=N_WORKERS, batch_size=1)(
-            delayed(_noop)(i) for i in range(n_tasks)
-        )
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def empty_tasks_seconds(n_tasks):
+    """Wall time of ``n_tasks`` empty tasks, one task per dispatch."""
+    start = time.perf_counter()
+    Parallel(n_jobs=N_WORKERS, batch_size=1)(delayed(_noop)(i) for i in range(n_tasks))
+    return time.perf_counter() - start
 
 
 def load_data(n_rows):
@@ -87,27 +84,13 @@ def make_model(classes, n_estimators):
     )
 
 
-def fit_seconds(X, y, classes, n_estimators, repeats):
-    times, model = [], None
-    for _ in range(repeats):
-        model = make_model(classes, n_estimators)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            start = time.perf_counter()
-            model.fit(X, y)
-            times.append(time.perf_counter() - start)
-    return float(np.median(times)), model
-
-
-def measure_backend(backend, X, y, classes, k_values, n_empty, repeats):
-    """Warm the backend up, then time empty tasks and fits under it."""
-    with joblib.parallel_config(backend=backend):
-        empty_tasks_seconds(n_empty, 1)  # warm-up: pool start, imports
-        fit_seconds(X, y, classes, k_values[0], 1)
-        result = {"empty_tasks": empty_tasks_seconds(n_empty, repeats)}
-        for k in k_values:
-            result[k], model = fit_seconds(X, y, classes, k, repeats)
-    return result, model
+def fit_seconds(X, y, classes, n_estimators):
+    model = make_model(classes, n_estimators)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        model.fit(X, y)
+        return time.perf_counter() - start
 
 
 def start_cluster():
@@ -126,36 +109,64 @@ def start_cluster():
     return cluster, client
 
 
+def _summary(loky, dask, n_tasks):
+    """Medians, and the per-repeat Dask-minus-loky difference per task."""
+    loky, dask = np.asarray(loky), np.asarray(dask)
+    per_task = (dask - loky) / n_tasks
+    return {
+        "loky_seconds": float(np.median(loky)),
+        "dask_seconds": float(np.median(dask)),
+        "ratio": float(np.median(dask) / np.median(loky)),
+        "overhead_per_task_seconds": float(np.median(per_task)),
+        "overhead_per_task_range": [float(per_task.min()), float(per_task.max())],
+    }
+
+
 def measure(n_rows, k_values, n_empty, repeats):
+    """Both backends live at once, warmed up, measured in alternation.
+
+    Each repeat runs loky then Dask (or Dask then loky, alternately) on the
+    same work, so a change in the machine's load during the run affects both
+    backends alike; the per-repeat differences show the spread.
+    """
     X, y, classes = load_data(n_rows)
-    loky, model = measure_backend("loky", X, y, classes, k_values, n_empty, repeats)
     start = time.perf_counter()
     cluster, client = start_cluster()
     cluster_start = time.perf_counter() - start
+    times = {(b, w): [] for b in ("loky", "dask") for w in ["empty", *k_values]}
+    load = []
     try:
-        dask, _ = measure_backend("dask", X, y, classes, k_values, n_empty, repeats)
+        for backend in ("loky", "dask"):  # warm-up: pool start, worker imports
+            with joblib.parallel_config(backend=backend):
+                empty_tasks_seconds(n_empty)
+                fit_seconds(X, y, classes, k_values[0])
+        for repeat in range(repeats):
+            order = ("loky", "dask") if repeat % 2 == 0 else ("dask", "loky")
+            load.append(os.getloadavg()[0])
+            for backend in order:
+                with joblib.parallel_config(backend=backend):
+                    times[backend, "empty"].append(empty_tasks_seconds(n_empty))
+                    for k in k_values:
+                        times[backend, k].append(fit_seconds(X, y, classes, k))
     finally:
         client.close()
         cluster.close()
+    import distributed
+
     n_tasks = N_WORKERS  # fit_teachers: one batch of teachers per worker
-    rows = []
+    shard_rows = int(np.ceil(n_rows / n_tasks))
+    fits = []
     for k in k_values:
-        shard_rows = int(np.ceil(n_rows / N_WORKERS))
-        rows.append(
+        fits.append(
             {
                 "n_rows": n_rows,
                 "n_features": int(X.shape[1]),
                 "n_estimators": k,
                 "n_tasks": n_tasks,
                 "bytes_per_task": shard_rows * (X.shape[1] * X.itemsize + 8),
-                "loky_fit_seconds": loky[k],
-                "dask_fit_seconds": dask[k],
-                "fit_ratio": dask[k] / loky[k],
-                "overhead_per_task_seconds": (dask[k] - loky[k]) / n_tasks,
+                **_summary(times["loky", k], times["dask", k], n_tasks),
             }
         )
-    import distributed
-
     return {
         "workers": N_WORKERS,
         "repeats": repeats,
@@ -164,19 +175,24 @@ def measure(n_rows, k_values, n_empty, repeats):
             "python": platform.python_version(),
             "joblib": joblib.__version__,
             "distributed": distributed.__version__,
-            "load_average_1min": round(os.getloadavg()[0], 2),
+            "load_average_1min": [round(min(load), 2), round(max(load), 2)],
         },
         "cluster_start_seconds": cluster_start,
         "empty_tasks": {
             "n_tasks": n_empty,
-            "loky_seconds_per_task": loky["empty_tasks"] / n_empty,
-            "dask_seconds_per_task": dask["empty_tasks"] / n_empty,
-            "overhead_per_task_seconds": (dask["empty_tasks"] - loky["empty_tasks"])
-            / n_empty,
+            **_summary(
+                np.asarray(times["loky", "empty"]) / n_empty,
+                np.asarray(times["dask", "empty"]) / n_empty,
+                1,
+            ),
         },
-        "fits": rows,
-        "model_check": {"n_estimators_": int(model.n_estimators_)},
+        "fits": fits,
     }
+
+
+def _ms_range(values):
+    low, high = values
+    return f"{1e3 * low:.1f} to {1e3 * high:.1f}"
 
 
 def write(result, out_dir):
@@ -185,37 +201,43 @@ def write(result, out_dir):
     (out_dir / "dask_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
     empty = result["empty_tasks"]
     machine = result["machine"]
+    low, high = machine["load_average_1min"]
     lines = [
         "# Dask vs loky: overhead per task",
         "",
         f"{result['workers']} worker processes on one machine ({machine['cpus']} "
-        f"CPUs, 1-minute load average {machine['load_average_1min']} while "
-        f"measuring), joblib {machine['joblib']}, distributed "
-        f"{machine['distributed']}; median of {result['repeats']} repeats after a "
-        f"warm-up. Starting the local cluster took "
+        f"CPUs; 1-minute load average {low} to {high} while measuring), joblib "
+        f"{machine['joblib']}, distributed {machine['distributed']}. Both "
+        "backends warmed up, then measured in alternation; medians of "
+        f"{result['repeats']} repeats, with the range of the per-repeat "
+        "difference (a range that spans zero means the difference is within the "
+        "machine's noise). Starting the local cluster took "
         f"{result['cluster_start_seconds']:.1f} s (not counted below).",
         "",
         "## One empty task (dispatch round trip, `batch_size=1`)",
         "",
         "| tasks | loky (ms per task) | Dask (ms per task) "
-        "| Dask overhead (ms per task) |",
-        "|---|---|---|---|",
-        f"| {empty['n_tasks']} | {1e3 * empty['loky_seconds_per_task']:.2f} | "
-        f"{1e3 * empty['dask_seconds_per_task']:.2f} | "
-        f"{1e3 * empty['overhead_per_task_seconds']:.2f} |",
+        "| Dask overhead (ms per task) | range (ms) |",
+        "|---|---|---|---|---|",
+        f"| {empty['n_tasks']} | {1e3 * empty['loky_seconds']:.2f} | "
+        f"{1e3 * empty['dask_seconds']:.2f} | "
+        f"{1e3 * empty['overhead_per_task_seconds']:.2f} | "
+        f"{_ms_range(empty['overhead_per_task_range'])} |",
         "",
         "## SubsampleAggregateClassifier.fit on Adult (LogisticRegression teachers)",
         "",
         "| rows | features | k | tasks | MB per task | loky fit (s) | Dask fit (s) "
-        "| ratio | Dask overhead per task (s) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| ratio | Dask overhead per task (s) | range (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["fits"]:
+        low, high = row["overhead_per_task_range"]
         lines.append(
             f"| {row['n_rows']} | {row['n_features']} | {row['n_estimators']} | "
             f"{row['n_tasks']} | {row['bytes_per_task'] / 1e6:.1f} | "
-            f"{row['loky_fit_seconds']:.2f} | {row['dask_fit_seconds']:.2f} | "
-            f"{row['fit_ratio']:.2f} | {row['overhead_per_task_seconds']:.3f} |"
+            f"{row['loky_seconds']:.2f} | {row['dask_seconds']:.2f} | "
+            f"{row['ratio']:.2f} | {row['overhead_per_task_seconds']:.3f} | "
+            f"{low:.3f} to {high:.3f} |"
         )
     lines += [
         "",
