@@ -43,7 +43,7 @@ def load_queries(n_queries, seed=0):
     return X_train, train.target, X_query, np.asarray(train.target_names)
 
 
-def fit_model(X_train, y_train, classes, n_estimators, epsilon, max_unstable):
+def fit_model(X_train, y_train, classes, n_estimators, epsilon, max_unstable, fused):
     model = SubsampleAggregateClassifier(
         make_pipeline(StandardScaler(), LogisticRegression(max_iter=300)),
         n_estimators=n_estimators,
@@ -54,6 +54,7 @@ def fit_model(X_train, y_train, classes, n_estimators, epsilon, max_unstable):
         abstain_label="abstain",
         classes=classes,
         random_state=0,
+        fused=fused,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -70,12 +71,19 @@ def teachers_own_evaluation(model, X, assume_finite):
 
 def measure(n_queries, n_estimators, repeats, epsilon, max_unstable):
     X_train, y_train, X_query, classes = load_queries(n_queries)
-    baseline_times, plain_times, private_times, failures = [], [], [], []
+    baseline_times, plain_times, private_times, fused_times = [], [], [], []
+    failures = []
     for _ in range(repeats):
         # A fresh fit per repeat so every private run starts with a full budget;
         # the fit itself is not timed.
+        # The overhead is measured on the per-teacher path (fused=False), which
+        # evaluates exactly the teachers the baseline evaluates; the fused
+        # path for linear teachers is reported beside it.
         model = fit_model(
-            X_train, y_train, classes, n_estimators, epsilon, max_unstable
+            X_train, y_train, classes, n_estimators, epsilon, max_unstable, False
+        )
+        fused_model = fit_model(
+            X_train, y_train, classes, n_estimators, epsilon, max_unstable, "auto"
         )
         start = time.perf_counter()
         teachers_own_evaluation(model, X_query, assume_finite=True)
@@ -87,9 +95,13 @@ def measure(n_queries, n_estimators, repeats, epsilon, max_unstable):
         _, abstained = model.predict(X_query, return_abstained=True)
         private_times.append(time.perf_counter() - start)
         failures.append(int(abstained.sum()))
+        start = time.perf_counter()
+        fused_model.predict(X_query)
+        fused_times.append(time.perf_counter() - start)
     baseline = float(np.median(baseline_times))
     plain = float(np.median(plain_times))
     private = float(np.median(private_times))
+    fused = float(np.median(fused_times))
     return {
         "n_queries": n_queries,
         "n_estimators": n_estimators,
@@ -106,6 +118,8 @@ def measure(n_queries, n_estimators, repeats, epsilon, max_unstable):
         "private_predict_seconds": private,
         "ratio": private / baseline,
         "ratio_vs_validating_teachers": private / plain,
+        "fused_private_predict_seconds": fused,
+        "fused_ratio": fused / baseline,
         "goal": 1.10,
     }
 
@@ -119,13 +133,21 @@ def write(result, out_dir):
         "",
         "| queries | k | features | epsilon | T | calibration | pass fraction | "
         "failures | teachers' own (s) | private predict (s) | ratio | "
-        "ratio vs teachers validating their input | goal |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "ratio vs teachers validating their input | goal | fused path (s) | "
+        "fused ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         "| {n_queries} | {n_estimators} | {n_features} | {epsilon:g} | "
         "{max_unstable} | {calibration} | {pass_fraction:.4f} | {failures} | "
         "{teachers_own_seconds:.3f} | "
         "{private_predict_seconds:.3f} | {ratio:.3f} | "
-        "{ratio_vs_validating_teachers:.3f} | <= {goal} |".format(**result),
+        "{ratio_vs_validating_teachers:.3f} | <= {goal} | "
+        "{fused_private_predict_seconds:.3f} | {fused_ratio:.3f} |".format(**result),
+        "",
+        "The ratio is measured on the per-teacher path (`fused=False`), which "
+        "evaluates exactly the teachers the baseline evaluates, so it shows what "
+        "privacy adds (votes, distances, the sparse vector engine, noise). The "
+        "fused path (linear teachers stacked into one matrix multiply, identical "
+        "votes) is what `fused='auto'` does by default.",
         "",
     ]
     (out_dir / "predict_overhead.md").write_text("\n".join(lines))
