@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import joblib
 import pytest
 from sklearn.datasets import make_classification
 
@@ -39,7 +40,10 @@ def _fit(verbose, n_jobs, X, y):
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_fit_verbose_prints_joblib_progress(data, capsys, n_jobs):
     X, y = data
-    _fit(1, n_jobs, X, y)
+    # Threads instead of loky processes: the same progress lines without the
+    # cost of starting worker processes (tests/test_dask.py covers Dask).
+    with joblib.parallel_config(backend="threading"):
+        _fit(1, n_jobs, X, y)
     captured = capsys.readouterr()
     assert re.search(r"\[Parallel\(n_jobs=\d+\)\]: Done +\d+ out of +\d+", captured.err)
 
