@@ -65,7 +65,7 @@ from dpsklearn import (
 from dpsklearn.baselines import base_rate, teacher_majority_vote
 from dpsklearn.calibration import calibrate_confident_gnmax, per_query_epsilon
 from dpsklearn.datasets import load_adult
-from dpsklearn.demo import adult_encoder, teacher_estimator
+from dpsklearn.demo import adult_encoder
 from dpsklearn.exceptions import PrivacyLeakWarning
 from dpsklearn.gnmax import ConfidentGNMaxEngine, confident_gnmax_threshold
 from dpsklearn.noise import exponential_mechanism
@@ -98,21 +98,31 @@ QUICK = {
 }
 
 
-# A first run of this script (grid k <= 1000) chose PrivatePrediction, k =
-# 1000, m = 2000, self-training student (validation 0.8362) and measured
-# 0.8395 on the 14,281 test rows. Its choice sat on the edge of the k grid,
-# so the grid was extended to k = 3000 and the script run again: the test
-# rows have therefore been looked at twice, and the second figure was
-# obtained knowing the first. Both are reported.
+# The test rows were looked at twice (see HISTORY); this text goes into the
+# Markdown so that every reader sees it.
 HISTORY = (
-    "A first run of this script with k in (100, 250, 500, 1000) chose "
-    "PrivatePrediction, k = 1000, m = 2000, self-training student (validation "
-    "0.8362) and measured **0.8395** on the test rows (not reached). Its choice "
-    "sat on the edge of the k grid, so the grid was extended to k = 3000 and "
-    "the script run again (this table). The test rows have been looked at "
-    "twice, and the second run was started knowing the first figure: read "
-    "the test figure above with that in mind."
+    "Run 1 of this script (k in 100, 250, 500, 1000) chose PrivatePrediction, "
+    "k = 1000, m = 2000, self-training student (validation 0.8362) and "
+    "measured **0.8395** on the test rows. That choice sat on the edge of the "
+    "k grid, so the grid was extended to k = 3000 and the script run again "
+    "(run 2, the tables above): validation chose the same configuration, and "
+    "its fresh noise draw measured **0.8387** on the test rows. The test rows "
+    "have been looked at twice; both figures are below 0.840. A later check "
+    "on the validation split only (liblinear teacher C in 0.3, 1, 3 at k = "
+    "754 and 1131) moved the student by less than its noise (0.8345 to 0.8377, "
+    "+-0.004), so no third test run was made."
 )
+
+
+def teacher_estimator():
+    """The teacher of every Adult row: scaling inside each teacher, liblinear.
+
+    Pinned here (it equals ``dpsklearn.demo.teacher_estimator`` when these
+    tables were measured) so that the tables stay reproducible. liblinear
+    regularises the intercept too, which on shards of ~30 rows gave a
+    better majority vote than lbfgs (validation, k = 754: 0.8455 vs 0.8317).
+    """
+    return make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear"))
 
 
 # -- students ----------------------------------------------------------------
@@ -639,7 +649,7 @@ def write(result, out_dir):
     lines = ["# Real-data targets of issue 7", ""]
     test = result["adult_test"]
     lines += [
-        "## Adult: knowledge-transfer student at epsilon <= 1 (test, reported once)",
+        "## Adult: knowledge-transfer student at epsilon <= 1 (test)",
         "",
         "| mechanism | k | epsilon | delta | m | max_answers | student | labelled "
         "| student accuracy | target | reached | base rate | teacher vote "
@@ -655,11 +665,36 @@ def write(result, out_dir):
         "",
         f"Evaluated on the {test['n_eval']:,} test rows after the first 2,000 "
         "(which are the public rows). The configuration was chosen on the "
-        "validation split below (the best mean student accuracy at epsilon <= 1).",
+        "validation split below (the best mean student accuracy at epsilon <= 1). "
+        "See the history at the end: the test rows were looked at twice.",
+        "",
+        "## Adult: best validation student per mechanism and k (epsilon = 1)",
+        "",
+        "| mechanism | k | m | max_answers | student | answered | label acc | "
+        "student acc | teacher vote | non-private student |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    best = {}
+    for r in result["adult_validation"]:
+        key = (r["mechanism"], r["k"])
+        if r["epsilon"] == 1.0 and (
+            key not in best or r["student_accuracy"] > best[key]["student_accuracy"]
+        ):
+            best[key] = r
+    for (_, _), r in sorted(best.items()):
+        lines.append(
+            f"| {r['mechanism']} | {r['k']} | {r['m']} | "
+            f"{_fmt(r['max_answers'], 'd')} | {r['student']} | "
+            f"{r['answered']:.3f} | {_fmt(r['label_accuracy'], '.3f')} | "
+            f"{r['student_accuracy']:.4f} | {r['teacher_vote']:.4f} | "
+            f"{r['nonprivate_student']:.4f} |"
+        )
+    lines += [
         "",
         "## Adult: the validation sweep behind the choice",
         "",
-        "Teachers: `Pipeline(StandardScaler, LogisticRegression)` on disjoint "
+        "Teachers: `Pipeline(StandardScaler, LogisticRegression(solver="
+        "'liblinear'))` on disjoint "
         "shards of 24,561 training rows (k scaled to the full file's shard "
         "size); 2,000 held-out training rows are the public rows (the first "
         "m are queried), 6,000 more the validation test rows. Mean over "
@@ -673,7 +708,8 @@ def write(result, out_dir):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(
-        result["adult_validation"], key=lambda r: (r["epsilon"], -r["student_accuracy"])
+        result["adult_validation"],
+        key=lambda r: (r["epsilon"] != 1.0, r["epsilon"], -r["student_accuracy"]),
     ):
         sig = (
             f"{r['sigma1']}/{r['sigma2']}/{r['threshold']}"
