@@ -223,8 +223,9 @@ def _sparse_vector(gap, correct, weights, calibration, m):
     # sequences (threshold draws from the quadrature nodes, a fixed seed:
     # a deterministic function of the inputs, no query-level simulation).
     rng = np.random.default_rng(0)
-    n_runs = max(200, 2_000_000 // cutoff)
-    p_cycle = p[rng.integers(len(p), size=(n_runs, cutoff))]
+    cycles = min(cutoff, m)  # at most m failures fit in m queries
+    n_runs = max(20, 2_000_000 // cycles)
+    p_cycle = p[rng.integers(len(p), size=(n_runs, cycles))]
     passes = rng.geometric(np.maximum(1.0 - p_cycle, 1e-12)) - 1
     passes = np.minimum(passes, m).astype(np.int64)
     before = np.cumsum(passes + 1, axis=1) - (passes + 1)  # queries used before
