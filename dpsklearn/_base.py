@@ -101,13 +101,13 @@ class BudgetMixin:
             )
 
 
-class TeacherEnsembleMixin(BudgetMixin):
-    """Fit steps shared by the ensembles; the subclass answers queries."""
+class PublicLabelsMixin:
+    """Classifier input validation with a public label set (SPEC 1).
 
-    def _base_estimator(self):
-        if self.estimator is None:
-            return LogisticRegression()
-        return self.estimator
+    ``classes`` is a public parameter; left unset, ``classes_ = unique(y)``
+    with a :class:`PrivacyLeakWarning`. Labels become indices into
+    ``classes_`` so every teacher or hypothesis votes on the global classes.
+    """
 
     # -- validation ----------------------------------------------------------
     def _validate_classification_data(self, X, y):
@@ -140,6 +140,15 @@ class TeacherEnsembleMixin(BudgetMixin):
                 )
         self.classes_ = classes
         return X, np.searchsorted(classes, y).astype(np.int64)
+
+
+class TeacherEnsembleMixin(BudgetMixin, PublicLabelsMixin):
+    """Fit steps shared by the ensembles; the subclass answers queries."""
+
+    def _base_estimator(self):
+        if self.estimator is None:
+            return LogisticRegression()
+        return self.estimator
 
     def _check_epsilon_delta(self, n_samples, *, delta_positive):
         if not math.isfinite(self.epsilon):
@@ -184,9 +193,7 @@ class TeacherEnsembleMixin(BudgetMixin):
             verbose=self.verbose,
         )
         self.n_estimators_ = n_estimators
-        self._fused_ensemble_ = (
-            self._build_fused_ensemble() if classifier else None
-        )
+        self._fused_ensemble_ = self._build_fused_ensemble() if classifier else None
 
     def _build_fused_ensemble(self):
         """Stack linear teachers for the fused vote path (issue 7, item 3).

@@ -60,10 +60,9 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import BudgetMixin, check_regression_targets
+from ._base import BudgetMixin, PublicLabelsMixin, check_regression_targets
 from .accounting import PrivacyEvent
 from .exceptions import PrivacyLeakWarning
 from .noise import exponential_mechanism, make_noise_generators
@@ -634,7 +633,9 @@ class _ERMMixin(_SingleReleaseMixin):
         return np.asarray(_predict_with(self.hypothesis_, X))
 
 
-class ExponentialMechanismERM(_ERMMixin, ClassifierMixin, BaseEstimator):
+class ExponentialMechanismERM(
+    PublicLabelsMixin, _ERMMixin, ClassifierMixin, BaseEstimator
+):
     """Private classifier: the exponential mechanism over a finite hypothesis class.
 
     ``fit`` scores every hypothesis by its number of training errors and
@@ -738,33 +739,6 @@ class ExponentialMechanismERM(_ERMMixin, ClassifierMixin, BaseEstimator):
         tags.non_deterministic = self.noise_random_state is None
         tags.input_tags.sparse = True
         return tags
-
-    def _validate_classification_data(self, X, y):
-        """Validate ``X, y``, fix the public ``classes_``, return label indices."""
-        X, y = validate_data(self, X, y, accept_sparse=_ACCEPT_SPARSE)
-        check_classification_targets(y)
-        if self.classes is None:
-            warnings.warn(
-                "classes is None: the label set is taken from the private "
-                "training labels (classes_ = unique(y)), so a label held by one "
-                "record can appear in the output range. Pass the public label "
-                "set as `classes`.",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
-            classes = np.unique(y)
-        else:
-            classes = np.unique(np.asarray(self.classes))
-            if classes.ndim != 1 or classes.size == 0:
-                raise ValueError("classes must be a non-empty 1-D array of labels.")
-            unseen = np.setdiff1d(np.unique(y), classes)
-            if unseen.size:
-                raise ValueError(
-                    f"y contains {unseen.size} label(s) that are not in the given "
-                    "`classes`; every training label must be one of `classes`."
-                )
-        self.classes_ = classes
-        return X, np.searchsorted(classes, y).astype(np.int64)
 
     def fit(self, X, y):
         """Choose one hypothesis with the exponential mechanism.
