@@ -719,8 +719,14 @@ def write(result, out_dir):
         "between the vote and acc. all m is what the privacy mechanism costs. "
         "k: teachers (for knowledge transfer, the labelling teacher's); T: "
         "`max_unstable` for the sparse vector and soft labels, `max_answers` "
-        "for confident GNMax. ExponentialMechanismERM is pure epsilon-DP "
-        "(delta 0) and releases one stump, whose answers are free.",
+        "for confident GNMax. KnowledgeTransfer: a PrivatePredictionClassifier "
+        "(max_queries = the number of public rows, k from its planner) labels "
+        "held-out public rows disjoint from the queries (as many as m), a "
+        "scaled LogisticRegression student is fitted on them and answers all "
+        "m queries for free. ExponentialMechanismERM is pure epsilon-DP "
+        "(delta 0) and releases one stump, whose answers are free; it wins the "
+        "same best stump at every epsilon here because, with thousands of "
+        "rows, the best stump's error count is far below the others'.",
         "",
     ]
     for info in result["datasets"]:
