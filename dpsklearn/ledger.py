@@ -748,22 +748,12 @@ class PrivacyLedger:
         """Whether model records keep the noisy threshold (the file is then secret)."""
         return self._store_threshold
 
-    def can_spend(
-        self,
-        epsilon=None,
-        delta=0.0,
-        *,
-        count=1,
-        kind="generic",
-        sigma=None,
-        sensitivity=None,
-        scale=None,
-    ):
-        """Whether ``count`` releases of this kind would fit now (records nothing)."""
-        event = PrivacyAccountant._event(
-            epsilon, delta, kind, None, count, sigma, sensitivity, scale
-        )
-        return self.can_spend_events([event])
+    # The event-building front ends are the accountant's own: one place turns
+    # (epsilon, delta, kind, sigma, ...) into events; the ledger only differs
+    # in how spend_events / can_spend_events check and record them.
+    _event = staticmethod(PrivacyAccountant._event)
+    can_spend = PrivacyAccountant.can_spend
+    spend = PrivacyAccountant.spend
 
     def can_spend_events(self, events):
         """Whether all ``events`` together would fit now (records nothing).
@@ -775,39 +765,6 @@ class PrivacyLedger:
         self._check_usable(events)
         with self._reading():
             return self._fits(self._composer.copy().add(events))
-
-    def spend(
-        self,
-        epsilon=None,
-        delta=0.0,
-        *,
-        kind="generic",
-        label=None,
-        count=1,
-        sigma=None,
-        sensitivity=None,
-        scale=None,
-    ):
-        """Atomic check-and-spend across processes: record, or raise and record nothing.
-
-        The parameters are those of
-        :meth:`dpsklearn.accounting.PrivacyAccountant.spend`. The event is
-        committed to the file before this returns.
-
-        Raises
-        ------
-        BudgetExhaustedError
-            When the composed total would exceed the budget.
-        LedgerError
-            When the file cannot be written (nothing is recorded).
-        """
-        self.spend_events(
-            [
-                PrivacyAccountant._event(
-                    epsilon, delta, kind, label, count, sigma, sensitivity, scale
-                )
-            ]
-        )
 
     def spend_events(self, events):
         """Atomically record several events: all of them, or none (then raise).
