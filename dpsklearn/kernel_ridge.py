@@ -281,7 +281,7 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
         ``release="predictions"``: the number of prediction rows the budget
         pays for (part of the guarantee; ``None`` is refused). Ignored by
         ``release="model"``.
-    calibration : {"auto", "basic", "zcdp"}, default="auto"
+    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         How ``release="predictions"`` splits the budget over ``max_queries``
         pure-DP releases (:func:`~dpsklearn.calibration.per_query_epsilon`
         with ``release="laplace"``); ``"auto"`` takes the larger per-query
@@ -505,9 +505,10 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
             )
             grid_step = default_grid_step(sensitivity)
             units = grid_units(sensitivity, grid_step)
-            if calibration == "zcdp":
-                # m pure releases composed through zCDP: the whole (epsilon,
-                # delta) is reserved as one approximate event.
+            if calibration in ("zcdp", "rdp"):
+                # m pure releases composed through zCDP (or its RDP curve):
+                # the whole (epsilon, delta) is reserved as one approximate
+                # event.
                 events = [
                     PrivacyEvent.approximate(
                         epsilon, delta, kind="laplace_predictions", label=label
@@ -627,7 +628,7 @@ class PrivateKernelRidge(BudgetMixin, RegressorMixin, BaseEstimator):
             For an unsupported kernel, a poly kernel with ``coef0 < 0`` or a
             non-integer degree, ``release="model"`` with a kernel that is not
             shift invariant, ``max_queries=None`` with
-            ``release="predictions"``, ``calibration="zcdp"`` with
+            ``release="predictions"``, ``calibration="zcdp"`` or ``"rdp"`` with
             ``delta=0``, or bad data; before any budget is spent.
         BudgetExhaustedError
             When a shared accountant cannot pay for the fit (nothing is

@@ -55,9 +55,11 @@ from .sharding import teacher_class_probabilities, teacher_outputs
 __all__ = ["PrivatePredictionClassifier", "PrivatePredictionRegressor"]
 
 # Under zCDP an exponential-mechanism row is eps_q^2/8 and a Laplace-type row
-# eps_q^2/2 (SPEC 3.3): one predict_proba row costs four predict rows. Under
-# basic composition both cost eps_q. Costs are in units of one predict row.
-_PROBA_COST = {"basic": 1, "zcdp": 4}
+# eps_q^2/2 (SPEC 3.3): one predict_proba row costs four predict rows. "rdp"
+# reads the same zCDP costs as RDP curves alpha * rho (only the conversion of
+# the total differs), so the ratio is four there too. Under basic
+# composition both cost eps_q. Costs are in units of one predict row.
+_PROBA_COST = {"basic": 1, "zcdp": 4, "rdp": 4}
 # zCDP rho of one query unit, per eps_q^2 (SPEC 3.3).
 _ZCDP_RHO_PER_UNIT = {"exponential": 1.0 / 8.0, "laplace": 1.0 / 2.0}
 
@@ -65,7 +67,7 @@ _PRIVATE_PREDICTION_CONSTRAINTS = {
     **ENSEMBLE_CONSTRAINTS,
     "delta": [Interval(Real, 0, 1, closed="left")],
     "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-    "calibration": [StrOptions({"auto", "basic", "zcdp"})],
+    "calibration": [StrOptions({"auto", "basic", "zcdp", "rdp"})],
 }
 
 
@@ -219,7 +221,7 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
 
         One query unit is one ``predict`` row: ``eps_q`` under basic
         composition, ``eps_q^2/8`` (classifier) or ``eps_q^2/2`` (regressor)
-        of zCDP ``rho`` under ``"zcdp"``.
+        of zCDP ``rho`` under ``"zcdp"`` and ``"rdp"``.
 
         Returns
         -------
@@ -227,7 +229,8 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             ``max_queries``, ``query_units_spent``, ``query_units_remaining``,
             the ``rows_released`` per method (distinct rows) and
             ``privacy_spent``: ``{"epsilon": ...}`` (basic) or ``{"rho": ...}``
-            (zCDP) of the units spent, out of the total in ``privacy_budget``.
+            (zCDP and RDP, whose curve is ``alpha * rho``) of the units
+            spent, out of the total in ``privacy_budget``.
         """
         state = self._serving_state_
         eps_q = state.config["epsilon_per_query"]
@@ -277,10 +280,13 @@ class PrivatePredictionClassifier(
     derived at ``fit`` from ``(epsilon, delta, max_queries)``: by basic
     composition ``epsilon / m``, or through zCDP (the exponential mechanism is
     bounded-range, ``eps_q^2/8``-zCDP, Cesar and Rogers 2021; total
-    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2``). The
-    budget holds ``max_queries`` query units: a ``predict`` row costs one, a
-    ``predict_proba`` row (a Laplace-type release, ``eps_q^2/2``-zCDP) costs
-    four under zCDP and one under basic composition. A row asked again gets
+    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2``), or the
+    same ``rho`` read as the RDP curve ``alpha * rho`` and converted by
+    dp_accounting (``"rdp"``, about 1.5 times the ``rho`` at ``epsilon=1,
+    delta=1e-5``). The budget holds ``max_queries`` query units: a
+    ``predict`` row costs one, a ``predict_proba`` row (a Laplace-type
+    release, ``eps_q^2/2``-zCDP) costs four under zCDP and RDP and one under
+    basic composition. A row asked again gets
     the answer already released for it, free. The whole ``(epsilon, delta)``
     is reserved from the accountant at ``fit``. The fitted object holds the
     teachers and is as secret as the training data; pickling it copies them.
@@ -303,9 +309,11 @@ class PrivatePredictionClassifier(
         ``m``: query units the budget pays for (part of the guarantee;
         ``None`` is refused). The unit after the last raises
         :class:`BudgetExhaustedError`.
-    calibration : {"auto", "basic", "zcdp"}, default="auto"
-        Composition that turns the total into ``eps_q``; ``"auto"`` takes
-        the one with the larger ``eps_q`` (the one that answers best).
+    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
+        Composition that turns the total into ``eps_q``
+        (:func:`~dpsklearn.calibration.per_query_epsilon`); ``"auto"`` takes
+        the one with the largest ``eps_q`` (the one that answers best) and
+        records it in ``calibration_``.
     target_error : float, default=0.1
         ``alpha`` of Theorem 1, used by ``n_estimators="auto"``.
     classes : array-like, default=None
@@ -333,7 +341,7 @@ class PrivatePredictionClassifier(
     epsilon_per_query_ : float
         ``eps_q`` of one ``predict`` row.
     calibration_ : str
-        ``"basic"`` or ``"zcdp"``.
+        ``"basic"``, ``"zcdp"`` or ``"rdp"``: the one used.
     proba_cost_ : int
         Query units charged per ``predict_proba`` row.
     proba_grid_step_ : float
@@ -612,7 +620,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     Privacy (SPEC 1, 3.3): everything all calls to ``predict`` and ``score``
     ever release is ``(epsilon, delta)``-DP with respect to replacing one
     training record; ``max_queries`` rows are paid for (``eps_q`` each by
-    basic composition, or ``eps_q^2/2``-zCDP each), a row asked again is
+    basic composition, or ``eps_q^2/2``-zCDP each, composed by zCDP or RDP),
+    a row asked again is
     answered from the release cache for free, and the whole budget is
     reserved at ``fit``. The fitted object holds the teachers and is as
     secret as the training data.
@@ -629,7 +638,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         In [0, 1); ``0`` allows only basic composition.
     max_queries : int, default=1000
         Rows the budget pays for (part of the guarantee; ``None`` refused).
-    calibration : {"auto", "basic", "zcdp"}, default="auto"
+    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
+        As in :class:`PrivatePredictionClassifier`.
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
         ``y`` with a :class:`PrivacyLeakWarning`.

@@ -12,7 +12,7 @@ spending anything:
   ``fallback="abstain"``; calibrations ``paper``, ``exact``, ``pure``): the
   stability test of SPEC 2.4 on ``dist = max(0, ceil(gap/2) - 1)``.
 * ``"private_prediction"`` (:class:`~dpsklearn.PrivatePredictionClassifier`;
-  calibrations ``basic``, ``zcdp``): the exponential mechanism on the votes
+  calibrations ``basic``, ``zcdp``, ``rdp``): the exponential mechanism on the votes
   at ``epsilon_per_query``; it answers every query.
 * ``"confident_gnmax"`` (``SubsampleAggregateClassifier(mechanism=
   "confident_gnmax")``, one row per ``max_answers``): the noisy threshold
@@ -54,6 +54,7 @@ from scipy.stats import binom
 
 from .accounting import PrivacyEvent
 from .calibration import (
+    PER_QUERY_CALIBRATIONS,
     calibrate_confident_gnmax,
     gnmax_sigma,
     per_query_epsilon,
@@ -327,6 +328,7 @@ def predict_regime(
     sparse_vector paper 0.0 1.0
     private_prediction basic 1.0 0.622
     private_prediction zcdp 1.0 0.998
+    private_prediction rdp 1.0 1.0
     confident_gnmax rdp 0.93 0.997
     gnmax rdp 1.0 1.0
 
@@ -429,7 +431,9 @@ def predict_regime(
                 noise_scale=cal.noise_scale,
             )
     if "private_prediction" in mechanisms:
-        for name in ("basic", "zcdp"):
+        for name in PER_QUERY_CALIBRATIONS:
+            if name != "basic" and delta == 0:
+                continue  # zCDP and RDP conversions need delta > 0
             eps_q, _ = per_query_epsilon(epsilon, delta, m, calibration=name)
             p = _correct_probability_exponential(counts, target, eps_q)
             add(

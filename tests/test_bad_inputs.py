@@ -334,7 +334,7 @@ CASES = {
         match="classes",
     ),
     "pp classifier: unknown calibration": _fit_case(
-        lambda acc: _pp_classifier(accountant=acc, calibration="rdp"),
+        lambda acc: _pp_classifier(accountant=acc, calibration="pld"),
         match="calibration",
     ),
     "pp classifier: predict sparse": _predict_case(

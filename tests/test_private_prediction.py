@@ -79,7 +79,7 @@ def test_epsilon_per_query_hand_computed(
 ):
     X, y = binary_data
     fitted = {}
-    for calibration in ("basic", "zcdp", "auto"):
+    for calibration in ("basic", "zcdp", "rdp", "auto"):
         clf = PrivatePredictionClassifier(
             n_estimators=3,
             epsilon=epsilon,
@@ -91,8 +91,10 @@ def test_epsilon_per_query_hand_computed(
         fitted[calibration] = clf.epsilon_per_query_
     assert fitted["basic"] == pytest.approx(basic, rel=1e-12)
     assert fitted["zcdp"] == pytest.approx(zcdp, rel=1e-12)
-    # The default never gives a smaller eps_q than either.
-    assert fitted["auto"] == max(fitted["basic"], fitted["zcdp"])
+    rdp = per_query_epsilon(epsilon, delta, m, "exponential", "rdp")[0]
+    assert fitted["rdp"] == rdp and rdp >= fitted["zcdp"]
+    # The default never gives a smaller eps_q than any of them.
+    assert fitted["auto"] == max(fitted["basic"], fitted["zcdp"], fitted["rdp"])
     assert per_query_epsilon(epsilon, delta, m, "laplace", "zcdp")[0] == (
         pytest.approx(zcdp_laplace, rel=1e-12)
     )
@@ -103,7 +105,10 @@ def test_epsilon_per_query_hand_computed(
         max_queries=m,
         target_range=(-3, 3),
     ).fit(X, y)
-    assert reg.epsilon_per_query_ == pytest.approx(max(basic, zcdp_laplace), rel=1e-12)
+    rdp_laplace = per_query_epsilon(epsilon, delta, m, "laplace", "rdp")[0]
+    assert reg.epsilon_per_query_ == pytest.approx(
+        max(basic, zcdp_laplace, rdp_laplace), rel=1e-12
+    )
 
 
 def test_auto_calibration_m1_is_basic(binary_data):
@@ -299,7 +304,7 @@ def test_whole_budget_reserved_at_fit(binary_data):
     clf = PrivatePredictionClassifier(
         n_estimators=5, epsilon=2.0, max_queries=100, classes=[0, 1]
     ).fit(X, y)
-    assert clf.calibration_ == "zcdp"
+    assert clf.calibration_ == "rdp"
     assert _spent(clf.accountant_) == pytest.approx((2.0, 1e-5))
     basic = PrivatePredictionClassifier(
         n_estimators=5, epsilon=2.0, max_queries=1, classes=[0, 1]
@@ -437,9 +442,10 @@ def test_max_queries_none_is_refused(binary_data, Estimator):
         ({"epsilon": 0.0}, "epsilon"),
         ({"delta": 1.0}, "delta"),
         ({"target_error": 1.0}, "target_error"),
-        ({"calibration": "rdp"}, "calibration"),
+        ({"calibration": "pld"}, "calibration"),
         ({"n_estimators": 10_000}, "n_samples=600"),
         ({"calibration": "zcdp", "delta": 0.0}, "delta"),
+        ({"calibration": "rdp", "delta": 0.0}, "delta"),
     ],
 )
 def test_classifier_bad_parameters(binary_data, params, match):

@@ -83,7 +83,7 @@ def test_binary_exponential_mechanism_matches_theorem_1():
             mechanisms=("private_prediction",),
         )
     )
-    for name in ("basic", "zcdp"):
+    for name in ("basic", "zcdp", "rdp"):
         eps_q, _ = per_query_epsilon(2.0, 1e-5, 20, calibration=name)
         expected = np.mean(expit(eps_q * np.array([20, 80]) / 2))
         row = rows[("private_prediction", name, None)]
