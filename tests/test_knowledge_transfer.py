@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gc
 import pickle
+import warnings
 import weakref
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
@@ -186,6 +188,11 @@ def test_shared_accountant_pays_for_the_labels(data):
         ("teacher_not_private", TypeError, "return_abstained"),
         ("teacher_regressor", TypeError, "private classifier"),
         ("y_continuous", ValueError, "Unknown label type"),
+        ("query_strategy", ValueError, "query_strategy"),
+        ("n_rounds", ValueError, "n_rounds"),
+        ("n_queries_zero", ValueError, "n_queries"),
+        ("n_queries_too_many", ValueError, "n_queries=401"),
+        ("student_cannot_rank", TypeError, "neither predict_proba"),
     ],
 )
 def test_bad_input_spends_nothing(data, case, error, match):
@@ -214,7 +221,16 @@ def test_bad_input_spends_nothing(data, case, error, match):
         teacher = PrivatePredictionRegressor(accountant=shared)
     elif case == "y_continuous":
         y = y + 0.5 * np.arange(len(y)) / len(y)
-    kt = KnowledgeTransferClassifier(teacher, student)
+    params = {
+        "query_strategy": {"query_strategy": "most_confused"},
+        "n_rounds": {"query_strategy": "uncertainty", "n_rounds": 0},
+        "n_queries_zero": {"n_queries": 0},
+        "n_queries_too_many": {"n_queries": 401},
+        "student_cannot_rank": {"query_strategy": "uncertainty"},
+    }.get(case, {})
+    if case == "student_cannot_rank":
+        student = _PredictOnly()
+    kt = KnowledgeTransferClassifier(teacher, student, **params)
     with pytest.raises(error, match=match):
         kt.fit(X, y, **fit_params)
     assert shared.events == []
@@ -239,3 +255,119 @@ def test_fitted_teacher_parameter_warns(data):
     fitted = _teacher().fit(X, y)
     with pytest.warns(PrivacyLeakWarning, match="already fitted"):
         KnowledgeTransferClassifier(fitted).fit(X, y, X_public=X_public)
+
+
+# -- query_strategy="uncertainty" --------------------------------------------
+class _PredictOnly(ClassifierMixin, BaseEstimator):
+    """A classifier with no confidence scores (majority class)."""
+
+    def fit(self, X, y):
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.majority_ = self.classes_[np.argmax(counts)]
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.majority_)
+
+
+# The batches _RecordingTeacher was asked (module level: the model clones its
+# teacher, and clone deep-copies non-estimator parameters).
+_ASKED_BATCHES = []
+
+
+class _RecordingTeacher(ClassifierMixin, BaseEstimator):
+    """A test double of a private teacher: answers with a fixed rule and
+    records every batch of rows it is asked about, so that the choice of
+    rows can be checked. (Not private: for the selection logic only.)"""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X, return_abstained=False):
+        _ASKED_BATCHES.append(np.array(X, copy=True))
+        labels = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+        return labels, np.zeros(len(X), dtype=bool)
+
+
+def _row_index(X_public, rows):
+    lookup = {row.tobytes(): i for i, row in enumerate(X_public)}
+    return np.array([lookup[row.tobytes()] for row in rows])
+
+
+def test_uncertainty_asks_the_rows_the_student_is_least_sure_of(data):
+    X, y, X_public, _, _ = data
+    _ASKED_BATCHES.clear()
+    kt = KnowledgeTransferClassifier(
+        _RecordingTeacher(),
+        LogisticRegression(),
+        query_strategy="uncertainty",
+        n_queries=200,
+        n_rounds=4,
+        random_state=0,
+    ).fit(X, y, X_public=X_public)
+    rounds = [_row_index(X_public, batch) for batch in _ASKED_BATCHES]
+    assert [len(r) for r in rounds] == [50, 50, 50, 50]
+    asked = np.concatenate(rounds)
+    assert len(np.unique(asked)) == 200  # no row is asked twice
+    # Round 1 is the seeded random sample.
+    expected_first = np.sort(
+        np.random.RandomState(0).choice(len(X_public), 50, replace=False)
+    )
+    np.testing.assert_array_equal(rounds[0], expected_first)
+    # Every later round: the 50 unasked rows with the smallest gap between
+    # the two class probabilities of a student fitted on the labels so far.
+    rule = (X_public[:, 0] + 0.5 * X_public[:, 1] > 0).astype(int)
+    for r in range(1, 4):
+        known = np.concatenate(rounds[:r])
+        ranker = LogisticRegression().fit(X_public[known], rule[known])
+        candidates = np.setdiff1d(np.arange(len(X_public)), known)
+        proba = ranker.predict_proba(X_public[candidates])
+        margin = np.abs(proba[:, 1] - proba[:, 0])
+        expected = np.sort(candidates[np.argsort(margin, kind="stable")[:50]])
+        np.testing.assert_array_equal(rounds[r], expected)
+    assert kt.n_public_labelled_ == 200 and kt.n_public_unqueried_ == 200
+    # The student is fitted on exactly the asked rows and their labels.
+    final = LogisticRegression().fit(X_public[asked], rule[asked])
+    np.testing.assert_allclose(kt.student_.coef_, final.coef_)
+
+
+def test_uncertainty_uses_the_rows_the_teacher_pays_for(data):
+    X, y, X_public, _, _ = data
+    kt = KnowledgeTransferClassifier(
+        _teacher(max_queries=150), query_strategy="uncertainty", random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*ran out")  # no budget warning
+        kt.fit(X, y, X_public=X_public)
+    assert kt.n_public_labelled_ == 150
+    assert kt.n_public_unqueried_ == 250 and kt.n_public_unanswered_ == 0
+
+
+def test_uncertainty_budget_exhaustion_keeps_the_paid_labels(data):
+    X, y, X_public, _, _ = data
+    kt = KnowledgeTransferClassifier(
+        _teacher(max_queries=120),
+        query_strategy="uncertainty",
+        n_queries=200,
+        n_rounds=4,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match="ran out after labelling 120 of 200"):
+        kt.fit(X, y, X_public=X_public)
+    assert kt.n_public_labelled_ == 120
+    assert kt.n_public_unanswered_ == 80 and kt.n_public_unqueried_ == 200
+
+
+def test_uncertainty_with_decision_function_only_student(data):
+    from sklearn.svm import LinearSVC
+
+    X, y, X_public, X_test, y_test = data
+    kt = KnowledgeTransferClassifier(
+        _teacher(max_queries=200),
+        LinearSVC(),
+        query_strategy="uncertainty",
+        random_state=0,
+    ).fit(X, y, X_public=X_public)
+    assert kt.n_public_labelled_ == 200
+    assert kt.score(X_test, y_test) > 0.7  # base rate about 0.5
