@@ -44,6 +44,7 @@ __all__ = [
     "confident_gnmax_outcome",
     "confident_gnmax_threshold",
     "gnmax",
+    "gnmax_noisy_counts",
 ]
 
 
@@ -98,10 +99,46 @@ def gnmax(counts, sigma, *, rng):
     >>> gnmax([[90, 10], [5, 95]], 5.0, rng=np.random.default_rng(0)).tolist()
     [0, 1]
     """
+    noisy = gnmax_noisy_counts(counts, sigma, rng=rng)
+    return np.argmax(noisy, axis=1).astype(np.int64)
+
+
+def gnmax_noisy_counts(counts, sigma, *, rng):
+    """The noisy vote counts that GNMax takes the argmax of.
+
+    ``counts[i, j] + Z_ij`` with i.i.d. discrete Gaussian ``Z_ij ~ N_Z(0,
+    sigma^2)``: the whole vector of a query is ``1/sigma^2``-zCDP under
+    replace-one (L2 sensitivity ``sqrt(2)``), so its argmax (:func:`gnmax`,
+    which draws exactly this noise) and any other function of it are
+    post-processing. :class:`~dpsklearn.PrivatePredictionClassifier` with
+    ``mechanism="gnmax"`` releases these vectors.
+
+    Parameters
+    ----------
+    counts : int array-like of shape (n_queries, n_classes)
+    sigma : float
+        Noise scale (> 0).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    noisy_counts : int64 ndarray of shape (n_queries, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.gnmax import gnmax, gnmax_noisy_counts
+    >>> counts = [[90, 10], [5, 95]]
+    >>> noisy = gnmax_noisy_counts(counts, 5.0, rng=np.random.default_rng(0))
+    >>> noisy.shape, noisy.dtype.name
+    ((2, 2), 'int64')
+    >>> labels = gnmax(counts, 5.0, rng=np.random.default_rng(0))  # same noise
+    >>> (noisy.argmax(axis=1) == labels).tolist()
+    [True, True]
+    """
     counts = _check_counts(counts)
     sigma = _check_sigma(sigma, "sigma")
-    noisy = counts + discrete_gaussian(sigma, size=counts.shape, rng=rng)
-    return np.argmax(noisy, axis=1).astype(np.int64)
+    return counts + discrete_gaussian(sigma, size=counts.shape, rng=rng)
 
 
 def confident_gnmax(

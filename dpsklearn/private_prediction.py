@@ -8,6 +8,19 @@ Seed 000 (Dwork and Feldman 2018, "Privacy-preserving prediction"):
   (replacing one record changes one teacher, which moves one vote: the
   utility has sensitivity 1). ``predict_proba`` releases the teachers' mean
   probability row with grid Laplace noise.
+
+  With ``mechanism="gnmax"`` (PATE's Gaussian noisy argmax, Papernot et al.
+  2018) each query row releases instead its *noisy count vector*, the vote
+  counts plus discrete Gaussian noise ``N_Z(0, sigma^2)`` per class
+  (:func:`dpsklearn.gnmax.gnmax_noisy_counts`; Canonne, Kamath and Steinke
+  2020). One record moves one vote, L2 sensitivity ``sqrt(2)``, so each
+  released vector is ``1/sigma^2``-zCDP (RDP ``alpha / sigma^2`` at every
+  order ``alpha``), and ``max_queries`` of them are certified within the
+  total ``(epsilon, delta)`` by the calibration named in ``calibration_``
+  (:func:`dpsklearn.calibration.gnmax_sigma`: dp_accounting RDP, or zCDP).
+  ``predict`` is its argmax and ``predict_proba`` the vote shares
+  ``project_to_simplex(noisy_counts / k)``: both are post-processing of the
+  same release, so a row costs one unit once, whichever method asks first.
 * :class:`PrivatePredictionRegressor` -- Theorem 4 with Lemma 2: the mean of
   the teachers' predictions, each clipped to ``target_range`` first, has
   sensitivity ``(hi - lo) / k``; it is released with grid Laplace noise.
@@ -17,6 +30,8 @@ Seed 000 (Dwork and Feldman 2018, "Privacy-preserving prediction"):
 ``max_queries`` is part of the guarantee: it is the number of released rows
 the budget pays for (SPEC 1, 3.3). A query row asked again gets the answer
 already released for it, free (:class:`dpsklearn._serving.ReleaseCache`).
+Under ``mechanism="gnmax"`` there is no ``eps_q``: ``sigma`` is derived from
+the same three numbers instead.
 """
 
 from __future__ import annotations
@@ -40,8 +55,9 @@ from ._base import (
 )
 from ._serving import ReleaseCache, ServingState, row_keys
 from .accounting import PrivacyEvent
-from .calibration import per_query_epsilon
+from .calibration import gnmax_sigma, per_query_epsilon
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .gnmax import gnmax_noisy_counts
 from .noise import (
     default_grid_step,
     exponential_mechanism,
@@ -163,7 +179,12 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
         self._check_budget_available(accountant, events)
         return accountant, events
 
-    def _new_state(self, config, methods):
+    def _new_state(self, config, methods, shared=None):
+        """A fresh serving state: one generator and one release cache per method.
+
+        ``shared`` maps a method name to another method whose release (and
+        cache) it reads: a row released by either is free for both.
+        """
         generators, reseed = make_noise_generators(
             self.noise_random_state, len(methods)
         )
@@ -173,6 +194,8 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             reseed,
         )
         state.caches = {name: ReleaseCache(fields) for name, fields in methods.items()}
+        for name, source in (shared or {}).items():
+            state.caches[name] = state.caches[source]
         # With a ledger the served-units counter is durable (SPEC 4): copies
         # and restarts continue it instead of getting the budget back.
         state.bind_ledger(self.accountant_, type(self).__name__)
@@ -221,20 +244,27 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
 
         One query unit is one ``predict`` row: ``eps_q`` under basic
         composition, ``eps_q^2/8`` (classifier) or ``eps_q^2/2`` (regressor)
-        of zCDP ``rho`` under ``"zcdp"`` and ``"rdp"``.
+        of zCDP ``rho`` under ``"zcdp"`` and ``"rdp"``; under the
+        classifier's ``mechanism="gnmax"``, one released noisy count vector,
+        ``1/sigma^2`` of ``rho``.
 
         Returns
         -------
         status : dict
             ``max_queries``, ``query_units_spent``, ``query_units_remaining``,
-            the ``rows_released`` per method (distinct rows) and
-            ``privacy_spent``: ``{"epsilon": ...}`` (basic) or ``{"rho": ...}``
-            (zCDP and RDP, whose curve is ``alpha * rho``) of the units
-            spent, out of the total in ``privacy_budget``.
+            the ``rows_released`` per method (distinct rows; under
+            ``mechanism="gnmax"`` both methods read one release, so their
+            counts are equal) and ``privacy_spent``: ``{"epsilon": ...}``
+            (basic) or ``{"rho": ...}`` (zCDP and RDP, whose curve is
+            ``alpha * rho``) of the units spent, out of the total in
+            ``privacy_budget``.
         """
         state = self._serving_state_
+        sigma = state.config.get("sigma")
         eps_q = state.config["epsilon_per_query"]
-        if self.calibration_ == "basic":
+        if sigma is not None:  # GNMax: each unit is one 1/sigma^2-zCDP vector
+            name, per_unit = "rho", 1.0 / sigma**2
+        elif self.calibration_ == "basic":
             name, per_unit = "epsilon", eps_q
         else:
             name, per_unit = "rho", eps_q**2 * _ZCDP_RHO_PER_UNIT[self._release]
@@ -261,10 +291,17 @@ def _teachers_have(method):
     return check
 
 
+def _proba_available(self):
+    """GNMax's ``predict_proba`` reads only votes; the other needs teacher rows."""
+    state = getattr(self, "_serving_state_", None)
+    mechanism = self.mechanism if state is None else state.config.get("mechanism")
+    return mechanism == "gnmax" or _teachers_have("predict_proba")(self)
+
+
 class PrivatePredictionClassifier(
     _PrivatePredictionBase, ClassifierMixin, BaseEstimator
 ):
-    """Private classifier: the exponential mechanism on the teachers' votes.
+    """Private classifier: the exponential mechanism (or GNMax) on the teachers' votes.
 
     ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards of the
     private data. Each query row is answered by sampling a label with
@@ -291,6 +328,19 @@ class PrivatePredictionClassifier(
     is reserved from the accountant at ``fit``. The fitted object holds the
     teachers and is as secret as the training data; pickling it copies them.
 
+    ``mechanism="gnmax"`` (PATE's GNMax, Papernot et al. 2018) answers a row
+    by releasing its noisy count vector ``counts + N_Z(0, sigma^2)`` (one
+    discrete Gaussian draw per class, Canonne, Kamath and Steinke 2020).
+    Replacing one record moves one vote (L2 sensitivity ``sqrt(2)``), so each
+    released vector is ``1/sigma^2``-zCDP, RDP ``alpha / sigma^2``;
+    ``sigma_`` is calibrated at ``fit`` so that ``max_queries`` of them are
+    within ``(epsilon, delta)``, certified by the calibration named in
+    ``calibration_`` (:func:`~dpsklearn.calibration.gnmax_sigma`). ``predict``
+    is the argmax of the vector (ties to the lowest class index) and
+    ``predict_proba`` its vote shares ``project_to_simplex(noisy_counts /
+    k)``: both read the same release, so a row costs one unit once, whichever
+    method asks first, and ``argmax(predict_proba(X)) == predict(X)``.
+
     Parameters
     ----------
     estimator : estimator, default=None
@@ -304,7 +354,8 @@ class PrivatePredictionClassifier(
     epsilon : float, default=1.0
         Total privacy budget of the fitted model.
     delta : float, default=1e-5
-        Total delta, in [0, 1). ``delta=0`` allows only basic composition.
+        Total delta, in [0, 1). ``delta=0`` allows only basic composition
+        (and is refused under ``mechanism="gnmax"``).
     max_queries : int, default=1000
         ``m``: query units the budget pays for (part of the guarantee;
         ``None`` is refused). The unit after the last raises
@@ -313,9 +364,13 @@ class PrivatePredictionClassifier(
         Composition that turns the total into ``eps_q``
         (:func:`~dpsklearn.calibration.per_query_epsilon`); ``"auto"`` takes
         the one with the largest ``eps_q`` (the one that answers best) and
-        records it in ``calibration_``.
+        records it in ``calibration_``. Under ``mechanism="gnmax"`` it
+        certifies ``sigma`` instead (``"rdp"`` or ``"zcdp"``; ``"auto"``
+        takes the smaller ``sigma``); ``"basic"`` is refused there (a
+        Gaussian release has no pure epsilon).
     target_error : float, default=0.1
-        ``alpha`` of Theorem 1, used by ``n_estimators="auto"``.
+        ``alpha`` of Theorem 1, used by ``n_estimators="auto"`` (not under
+        ``mechanism="gnmax"``).
     classes : array-like, default=None
         The public label set. ``None`` takes ``unique(y)`` with a
         :class:`PrivacyLeakWarning`.
@@ -331,6 +386,13 @@ class PrivatePredictionClassifier(
         Parallel jobs for fitting teachers (joblib).
     verbose : int, default=0
         Progress of the fit and per-call spends (never votes or noise).
+    mechanism : {"exponential", "gnmax"}, default="exponential"
+        ``"exponential"``: seed 000's soft majority at ``eps_q`` per row.
+        ``"gnmax"``: the Gaussian noisy argmax (see above); there
+        ``n_estimators="auto"`` is the largest ``k`` the data supports,
+        ``max(1, n_samples // min_samples_per_shard)``, since ``sigma``
+        does not depend on ``k`` while the vote gaps grow with it (more
+        teachers, fewer answers flipped by the noise).
 
     Attributes
     ----------
@@ -338,14 +400,22 @@ class PrivatePredictionClassifier(
     estimators_ : list of estimators
         The teachers (not private), fitted on class indices into ``classes_``.
     n_estimators_ : int
-    epsilon_per_query_ : float
-        ``eps_q`` of one ``predict`` row.
+    epsilon_per_query_ : float or None
+        ``eps_q`` of one ``predict`` row; ``None`` under
+        ``mechanism="gnmax"`` (a Gaussian release has no per-query epsilon:
+        see ``sigma_``).
+    sigma_ : float or None
+        ``mechanism="gnmax"``: scale of the discrete Gaussian noise on each
+        vote count; ``None`` under the exponential mechanism.
     calibration_ : str
         ``"basic"``, ``"zcdp"`` or ``"rdp"``: the one used.
     proba_cost_ : int
-        Query units charged per ``predict_proba`` row.
-    proba_grid_step_ : float
-        Grid step ``g`` of ``predict_proba`` releases.
+        Query units charged per ``predict_proba`` row (1 under
+        ``mechanism="gnmax"``, and nothing for a row ``predict`` released).
+    proba_grid_step_ : float or None
+        Grid step ``g`` of ``predict_proba`` releases; ``None`` under
+        ``mechanism="gnmax"`` (its vote shares need no grid: the noisy counts
+        are integers).
     accountant_ : PrivacyAccountant
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -358,7 +428,9 @@ class PrivatePredictionClassifier(
     Notes
     -----
     The mechanism noise comes from numpy's floating-point Gumbel and
-    geometric samplers, exact only up to about ``2**-53`` in probability.
+    geometric samplers (and, for GNMax, the discrete Gaussian's acceptance
+    test on a floating-point uniform), exact only up to about ``2**-53`` in
+    probability.
     The neighbouring relation is replace-one; under add/remove-one the
     data-independent partition shifts every later row, and no guarantee at
     the stated epsilon is claimed.
@@ -375,6 +447,14 @@ class PrivatePredictionClassifier(
     ((3,), (3, 2))
     >>> clf.budget_status()["query_units_spent"]  # 3 + 4 * 3 (zCDP)
     15
+    >>> gn = PrivatePredictionClassifier(
+    ...     mechanism="gnmax", epsilon=1.0, max_queries=100, classes=[0, 1],
+    ...     random_state=0).fit(X, y)
+    >>> labels, proba = gn.predict(X[:3]), gn.predict_proba(X[:3])
+    >>> gn.budget_status()["query_units_spent"]  # one release serves both
+    3
+    >>> bool((gn.classes_[proba.argmax(axis=1)] == labels).all())
+    True
     """
 
     _release = "exponential"
@@ -383,6 +463,7 @@ class PrivatePredictionClassifier(
         **_PRIVATE_PREDICTION_CONSTRAINTS,
         "target_error": [Interval(Real, 0, 1, closed="neither")],
         "classes": ["array-like", None],
+        "mechanism": [StrOptions({"exponential", "gnmax"})],
     }
 
     def __init__(
@@ -402,6 +483,7 @@ class PrivatePredictionClassifier(
         noise_random_state=None,
         n_jobs=None,
         verbose=0,
+        mechanism="exponential",
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -417,6 +499,7 @@ class PrivatePredictionClassifier(
         self.noise_random_state = noise_random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.mechanism = mechanism
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -461,12 +544,29 @@ class PrivatePredictionClassifier(
         """
         self._start_fit()
         self._check_max_queries()
+        gnmax = self.mechanism == "gnmax"
+        if gnmax:
+            self._check_gnmax_parameters()
         check_dense(self, X)
         X, y_encoded = self._validate_classification_data(X, y)
         n_samples = X.shape[0]
-        self._check_epsilon_delta(n_samples, delta_positive=False)
-        epsilon_per_query, calibration = self._per_query_epsilon()
-        n_estimators = self._resolve_k(n_samples, epsilon_per_query)
+        self._check_epsilon_delta(n_samples, delta_positive=gnmax)
+        if gnmax:
+            # m noisy count vectors of 1/sigma^2-zCDP each within (epsilon,
+            # delta); sigma does not depend on k, so "auto" takes every
+            # teacher the data supports.
+            sigma, calibration = gnmax_sigma(
+                self.epsilon,
+                self.delta,
+                self.max_queries,
+                calibration=self.calibration,
+            )
+            epsilon_per_query = None
+            n_estimators = self._resolve_n_estimators(n_samples)
+        else:
+            sigma = None
+            epsilon_per_query, calibration = self._per_query_epsilon()
+            n_estimators = self._resolve_k(n_samples, epsilon_per_query)
         accountant, events = self._reserve_budget(epsilon_per_query, calibration)
 
         self._fit_teacher_ensemble(X, y_encoded, n_estimators)
@@ -475,11 +575,29 @@ class PrivatePredictionClassifier(
         n_classes = len(self.classes_)
         self.accountant_ = accountant
         self.epsilon_per_query_ = epsilon_per_query
+        self.sigma_ = sigma
         self.calibration_ = calibration
+        if gnmax:
+            self.proba_cost_ = 1  # the same release as predict's
+            self.proba_grid_step_ = None
+            # predict and predict_proba read one release per row: one cache.
+            self._serving_state_ = self._new_state(
+                {
+                    "mechanism": "gnmax",
+                    "sigma": sigma,
+                    "epsilon_per_query": None,
+                    "proba_cost": 1,
+                    "n_estimators": n_estimators,
+                },
+                {"predict": {"noisy_counts": (np.int64, (n_classes,))}},
+                shared={"predict_proba": "predict"},
+            )
+            return self
         self.proba_cost_ = _PROBA_COST[calibration]
         self.proba_grid_step_ = default_grid_step(2.0 / n_estimators)
         self._serving_state_ = self._new_state(
             {
+                "mechanism": "exponential",
                 "epsilon_per_query": epsilon_per_query,
                 "proba_cost": self.proba_cost_,
                 "proba_grid_step": self.proba_grid_step_,
@@ -492,7 +610,32 @@ class PrivatePredictionClassifier(
         )
         return self
 
+    def _check_gnmax_parameters(self):
+        """Refuse what GNMax cannot certify, before any data is read or spent."""
+        if self.calibration == "basic":
+            raise ValueError(
+                "calibration='basic' is not available with mechanism='gnmax': "
+                "a Gaussian release has no pure epsilon to add up. Use "
+                "calibration='auto', 'rdp' or 'zcdp'."
+            )
+        if self.delta == 0:
+            raise ValueError(
+                "delta=0 is not allowed with mechanism='gnmax': the Gaussian "
+                "mechanism's guarantee needs delta > 0. Pass a delta in (0, 1), "
+                "or use mechanism='exponential' for a pure guarantee."
+            )
+
     # -- releases ------------------------------------------------------------
+    def _release_noisy_counts(self, X, rows, state):
+        # GNMax (mechanism="gnmax"): the released object of a row is its whole
+        # noisy count vector, 1/sigma^2-zCDP (one vote moved: L2 sensitivity
+        # sqrt(2)); labels and vote shares are read from it.
+        counts = self._vote_counts(X[rows])
+        noisy = gnmax_noisy_counts(
+            counts, state.config["sigma"], rng=state.generators["predict"]
+        )
+        return {"noisy_counts": noisy}, rows.size
+
     def _release_labels(self, X, rows, state):
         # Seed 000 Theorem 1 / SPEC 3.3: P(b) ~ exp(eps_q count_b / 2), Delta_u
         # = 1 because one replaced record moves one vote.
@@ -563,23 +706,37 @@ class PrivatePredictionClassifier(
             the answers already paid for in ``partial_predictions``.
         """
         X = self._validate_query(X)
-        out, n_answered = self._serve(X, "predict", 1, self._release_labels)
-        labels = self.classes_[out["label"]]
+        if self._serving_state_.config.get("mechanism") == "gnmax":
+            out, n_answered = self._serve(X, "predict", 1, self._release_noisy_counts)
+            # argmax, ties to the lowest class index (as dpsklearn.gnmax.gnmax)
+            labels = self.classes_[np.argmax(out["noisy_counts"], axis=1)]
+        else:
+            out, n_answered = self._serve(X, "predict", 1, self._release_labels)
+            labels = self.classes_[out["label"]]
         if n_answered < X.shape[0]:
             raise self._exhausted("predict", labels, n_answered, X.shape[0], 1)
         if return_abstained:
             return labels, np.zeros(X.shape[0], dtype=bool)
         return labels
 
-    @available_if(_teachers_have("predict_proba"))
+    @available_if(_proba_available)
     def predict_proba(self, X):
         """Private class probabilities (SPEC 3.3), charged per new distinct row.
 
-        Each teacher's probability row is clipped to [0, 1] and renormalised,
-        the rows are averaged, and the mean is released on a grid with
-        discrete Laplace noise per class, then projected onto the simplex.
-        A row costs ``proba_cost_`` query units. ``argmax(predict_proba(X))``
-        and ``predict(X)`` are two independent noisy releases and may differ.
+        Exponential mechanism: each teacher's probability row is clipped to
+        [0, 1] and renormalised, the rows are averaged, and the mean is
+        released on a grid with discrete Laplace noise per class, then
+        projected onto the simplex. A row costs ``proba_cost_`` query units.
+        ``argmax(predict_proba(X))`` and ``predict(X)`` are two independent
+        noisy releases and may differ. Needs teachers with ``predict_proba``.
+
+        ``mechanism="gnmax"``: the *vote shares*, not mean teacher
+        probabilities: ``project_to_simplex(noisy_counts / k)`` of the noisy
+        count vector that ``predict`` takes the argmax of (post-processing of
+        the same release). A row costs one unit, and nothing if ``predict``
+        already released it (and vice versa); ``argmax(predict_proba(X))``
+        equals ``predict(X)`` row by row. Any teachers will do (only their
+        votes are used).
 
         Parameters
         ----------
@@ -597,13 +754,19 @@ class PrivatePredictionClassifier(
             the rows already paid for).
         """
         X = self._validate_query(X)
-        cost = self._serving_state_.config["proba_cost"]
-        out, n_answered = self._serve(X, "predict_proba", cost, self._release_proba)
-        if n_answered < X.shape[0]:
-            raise self._exhausted(
-                "predict_proba", out["proba"], n_answered, X.shape[0], cost
+        config = self._serving_state_.config
+        cost = config["proba_cost"]
+        if config.get("mechanism") == "gnmax":
+            out, n_answered = self._serve(
+                X, "predict_proba", cost, self._release_noisy_counts
             )
-        return out["proba"]
+            proba = project_to_simplex(out["noisy_counts"] / config["n_estimators"])
+        else:
+            out, n_answered = self._serve(X, "predict_proba", cost, self._release_proba)
+            proba = out["proba"]
+        if n_answered < X.shape[0]:
+            raise self._exhausted("predict_proba", proba, n_answered, X.shape[0], cost)
+        return proba
 
 
 class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEstimator):

@@ -20,7 +20,8 @@ from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
 from dpsklearn._serving import ReleaseCache, row_keys
-from dpsklearn.calibration import per_query_epsilon
+from dpsklearn.calibration import gnmax_sigma, per_query_epsilon
+from dpsklearn.gnmax import _argmax_win_probability, gnmax, gnmax_noisy_counts
 from dpsklearn.noise import (
     default_grid_step,
     discrete_laplace,
@@ -570,3 +571,271 @@ def test_predict_proba_with_shards_missing_a_class():
     proba = clf.predict_proba(X[:40])
     assert proba.shape == (40, 3)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+
+
+# -- mechanism="gnmax": the Gaussian noisy argmax (SPEC 3.3) -----------------
+# Each released row is the noisy count vector counts + N_Z(0, sigma^2) per
+# class; predict is its argmax, predict_proba its vote shares. One release,
+# one cache, one unit per distinct row whichever method asks first.
+
+
+def _discrete_gaussian_pmf(sigma):
+    """Exact pmf of N_Z(0, sigma^2) on [-half, half] (the tail beyond is < 1e-300)."""
+    half = int(math.ceil(40 * sigma)) + 40
+    support = np.arange(-half, half + 1)
+    log_w = -(support.astype(np.float64) ** 2) / (2 * sigma**2)
+    weights = np.exp(log_w - log_w.max())
+    return support, weights / math.fsum(weights)
+
+
+@pytest.mark.parametrize(
+    "calibration, epsilon, max_queries, used",
+    [
+        ("auto", 1.0, 1, "rdp"),  # RDP certifies the smaller sigma here ...
+        ("auto", 7000.0, 100_000, "zcdp"),  # ... and zCDP here
+        ("rdp", 1.0, 1000, "rdp"),
+        ("zcdp", 1.0, 1000, "zcdp"),
+    ],
+)
+def test_gnmax_sigma_is_the_calibrated_one(
+    binary_data, calibration, epsilon, max_queries, used
+):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        mechanism="gnmax",
+        epsilon=epsilon,
+        max_queries=max_queries,
+        calibration=calibration,
+        classes=[0, 1],
+    ).fit(X, y)
+    sigma, name = gnmax_sigma(epsilon, 1e-5, max_queries, calibration=calibration)
+    assert (clf.sigma_, clf.calibration_) == (sigma, name)
+    assert name == used
+    assert clf.epsilon_per_query_ is None and clf.proba_grid_step_ is None
+    assert clf.proba_cost_ == 1
+    # The whole (epsilon, delta) is reserved at fit, as one event.
+    assert len(clf.accountant_.events) == 1
+    assert _spent(clf.accountant_) == pytest.approx((epsilon, 1e-5))
+    # "auto" k: every teacher the data supports (sigma does not depend on k).
+    assert clf.n_estimators_ == 600 // 20
+    status = clf.budget_status()
+    assert status["privacy_budget"] == {"rho": pytest.approx(max_queries / sigma**2)}
+    assert status["privacy_spent"] == {"rho": 0.0}
+
+
+def test_gnmax_refit_with_the_other_mechanism_leaves_no_stale_figures(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, max_queries=10, mechanism="gnmax", classes=[0, 1]
+    ).fit(X, y)
+    assert clf.sigma_ > 0 and clf.epsilon_per_query_ is None
+    clf.set_params(mechanism="exponential").fit(X, y)
+    assert clf.sigma_ is None and clf.epsilon_per_query_ > 0
+    assert clf.proba_grid_step_ > 0
+    assert "rho" in clf.budget_status()["privacy_budget"]
+    clf.set_params(mechanism="gnmax").fit(X, y)
+    assert clf.epsilon_per_query_ is None and clf.proba_grid_step_ is None
+
+
+class _Recording(ConstantTeacher):
+    """A teacher whose fit is recorded (to show that none was trained)."""
+
+    fits = 0
+
+    def __init__(self):
+        super().__init__(0, 2)
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y):
+        type(self).fits += 1
+        return self
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"calibration": "basic"}, "calibration='basic'"),
+        ({"delta": 0.0}, "delta=0"),
+        ({"delta": 0.0, "calibration": "zcdp"}, "delta=0"),
+    ],
+)
+def test_gnmax_refuses_basic_and_pure_delta_before_any_spend(
+    binary_data, params, match
+):
+    X, y = binary_data
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    shared.spend(1.0, 1e-4, kind="earlier release")
+    before = list(shared.events)
+    _Recording.fits = 0
+    clf = PrivatePredictionClassifier(
+        _Recording(),
+        n_estimators=5,
+        mechanism="gnmax",
+        accountant=shared,
+        classes=[0, 1],
+        **params,
+    )
+    with pytest.raises(ValueError, match=match):
+        clf.fit(X, y)
+    assert shared.events == before
+    assert not hasattr(clf, "estimators_") and _Recording.fits == 0
+
+
+def test_gnmax_predict_and_predict_proba_read_one_release():
+    X, y = make_classification(
+        n_samples=900, n_features=6, n_informative=4, n_classes=3, random_state=1
+    )
+    k, seed = 30, 11
+    clf = PrivatePredictionClassifier(
+        n_estimators=k,
+        mechanism="gnmax",
+        epsilon=20.0,
+        max_queries=100,
+        classes=[0, 1, 2],
+        random_state=0,
+        noise_random_state=seed,
+    ).fit(X, y)
+    labels = clf.predict(X[:40])  # 40 units
+    proba = clf.predict_proba(X[:60])  # rows 0-39 free: 20 units
+    status = clf.budget_status()
+    assert status["query_units_spent"] == 60
+    assert status["rows_released"] == {"predict": 60, "predict_proba": 60}
+    assert status["privacy_spent"]["rho"] == pytest.approx(60 / clf.sigma_**2)
+    # argmax(predict_proba) == predict, row by row (one release per row).
+    all_labels = clf.predict(X[:60])  # free
+    assert clf.budget_status()["query_units_spent"] == 60
+    np.testing.assert_array_equal(all_labels[:40], labels)
+    np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], all_labels)
+    assert np.all(proba >= 0)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    # The release itself: the discrete Gaussian noise of gnmax(), drawn in the
+    # order of the new rows; labels are gnmax's argmax (ties to the lowest).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        (generator,), _ = make_noise_generators(seed, 1)
+        (same,), _ = make_noise_generators(seed, 1)
+    counts = clf._vote_counts(X[:60])
+    noisy = np.vstack(
+        [
+            gnmax_noisy_counts(counts[:40], clf.sigma_, rng=generator),
+            gnmax_noisy_counts(counts[40:], clf.sigma_, rng=generator),
+        ]
+    )
+    np.testing.assert_array_equal(labels, gnmax(counts[:40], clf.sigma_, rng=same))
+    np.testing.assert_array_equal(all_labels, noisy.argmax(axis=1))
+    np.testing.assert_array_equal(proba, project_to_simplex(noisy / k))
+    # A copy keeps the one cache for both methods (and its own budget).
+    import pickle
+
+    duplicate = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(duplicate.predict_proba(X[:40]), proba[:40])
+    assert duplicate.budget_status()["query_units_spent"] == 60
+
+
+def test_gnmax_predict_proba_needs_only_votes(binary_data):
+    from sklearn.linear_model import RidgeClassifier
+
+    X, y = binary_data
+    params = dict(n_estimators=5, max_queries=20, classes=[0, 1])
+    exponential = PrivatePredictionClassifier(RidgeClassifier(), **params)
+    assert not hasattr(exponential, "predict_proba")
+    assert not hasattr(exponential.fit(X, y), "predict_proba")
+    gn = PrivatePredictionClassifier(RidgeClassifier(), mechanism="gnmax", **params)
+    assert hasattr(gn, "predict_proba")
+    proba = gn.fit(X, y).predict_proba(X[:5])
+    assert proba.shape == (5, 2)
+    np.testing.assert_array_equal(gn.classes_[proba.argmax(axis=1)], gn.predict(X[:5]))
+
+
+def test_gnmax_budget_exhaustion_carries_the_paid_prefix(binary_data):
+    X, y = binary_data
+    clf = PrivatePredictionClassifier(
+        n_estimators=10,
+        mechanism="gnmax",
+        max_queries=10,
+        classes=[0, 1],
+        noise_random_state=0,
+    ).fit(X, y)
+    labels = clf.predict(X[:6])
+    # Rows 4 and 5 are released; 8 new rows follow, 4 are affordable.
+    with pytest.raises(BudgetExhaustedError) as info:
+        clf.predict_proba(X[4:14])
+    err = info.value
+    assert err.n_answered == 6
+    assert err.partial_predictions.shape == (6, 2)
+    np.testing.assert_array_equal(
+        clf.classes_[err.partial_predictions.argmax(axis=1)], clf.predict(X[4:10])
+    )
+    np.testing.assert_array_equal(clf.predict(X[:6]), labels)
+    assert clf.budget_status()["query_units_remaining"] == 0
+    with pytest.raises(BudgetExhaustedError) as info:
+        clf.predict(np.vstack([X[:3], X[20:21]]))
+    assert info.value.n_answered == 3
+    np.testing.assert_array_equal(info.value.partial_predictions, labels[:3])
+
+
+def test_gnmax_max_queries_plus_one_raises(binary_data):
+    X, y = binary_data
+    m = 7
+    clf = PrivatePredictionClassifier(
+        n_estimators=5, mechanism="gnmax", max_queries=m, classes=[0, 1]
+    ).fit(X, y)
+    for i in range(m):  # one distinct row per call, alternating the methods
+        (clf.predict if i % 2 else clf.predict_proba)(X[i : i + 1])
+    assert clf.budget_status()["query_units_spent"] == m
+    for method in (clf.predict, clf.predict_proba):
+        with pytest.raises(BudgetExhaustedError, match=f"max_queries={m}"):
+            method(X[m : m + 1])
+    assert clf.budget_status()["query_units_spent"] == m
+
+
+def _gnmax_model_with_votes(votes, epsilon, n_queries):
+    """A fitted GNMax classifier whose teachers vote ``votes`` on every query."""
+    n_classes = len(votes)
+    X = np.arange(40, dtype=float).reshape(-1, 1)
+    y = np.arange(40) % n_classes
+    clf = PrivatePredictionClassifier(
+        n_estimators=2,
+        mechanism="gnmax",
+        epsilon=epsilon,
+        max_queries=n_queries,
+        classes=list(range(n_classes)),
+        noise_random_state=4321,
+    ).fit(X, y)
+    clf.estimators_ = [
+        ConstantTeacher(label, n_classes)
+        for label, count in enumerate(votes)
+        for _ in range(count)
+    ]
+    vars(clf).pop("_fused_ensemble_", None)  # votes from the new teachers only
+    return clf
+
+
+@pytest.mark.parametrize("votes", [(12, 8), (8, 12), (10, 10)])
+def test_gnmax_label_frequency_matches_the_exact_probability(votes):
+    # Label 1 wins iff Z1 - Z0 > c0 - c1 (a tie goes to label 0), with Z0, Z1
+    # i.i.d. N_Z(0, sigma^2); its exact probability comes from the pmf.
+    n_draws = 100_000
+    clf = _gnmax_model_with_votes(votes, 7000.0, n_draws)
+    sigma = clf.sigma_
+    assert 3 < sigma < 5  # comparable to the vote gap: both labels are common
+    support, pmf = _discrete_gaussian_pmf(sigma)
+    difference = np.convolve(pmf, pmf[::-1])  # Z1 - Z0 on [-2 half, 2 half]
+    values = np.arange(2 * support[0], 2 * support[-1] + 1)
+    p1 = math.fsum(difference[values > votes[0] - votes[1]])
+    # The package's own exact formula for the regime guide agrees.
+    win = _argmax_win_probability(np.array([votes]), np.array([1]), sigma)
+    assert win[0] == pytest.approx(p1, abs=1e-12)
+    labels = clf.predict(np.arange(n_draws, dtype=float).reshape(-1, 1))
+    observed = int(np.count_nonzero(labels == 1))
+    # Exact binomial quantiles: a correct sampler lands outside with
+    # probability at most FAILURE_PROBABILITY.
+    low = stats.binom.ppf(FAILURE_PROBABILITY / 2, n_draws, p1)
+    high = stats.binom.isf(FAILURE_PROBABILITY / 2, n_draws, p1)
+    assert low <= observed <= high, (observed, n_draws * p1, low, high)
+    assert clf.budget_status()["query_units_remaining"] == 0
