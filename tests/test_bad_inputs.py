@@ -337,6 +337,26 @@ CASES = {
         lambda acc: _pp_classifier(accountant=acc, calibration="pld"),
         match="calibration",
     ),
+    "pp classifier: gnmax with basic composition": _fit_case(
+        lambda acc: _pp_classifier(
+            accountant=acc, mechanism="gnmax", calibration="basic"
+        ),
+        match="calibration",
+    ),
+    "pp classifier: gnmax with delta 0": _fit_case(
+        lambda acc: _pp_classifier(accountant=acc, mechanism="gnmax", delta=0.0),
+        match="delta",
+    ),
+    "pp classifier: unknown mechanism": _fit_case(
+        lambda acc: _pp_classifier(accountant=acc, mechanism="laplace"),
+        match="mechanism",
+    ),
+    "pp classifier: gnmax predict_proba NaN": _predict_case(
+        lambda acc: _pp_classifier(accountant=acc, mechanism="gnmax"),
+        Q_NAN,
+        match=r"\bX\b.*NaN",
+        method="predict_proba",
+    ),
     "pp classifier: predict sparse": _predict_case(
         lambda acc: _pp_classifier(accountant=acc),
         sp.csr_matrix(X_QUERY),

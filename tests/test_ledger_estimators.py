@@ -41,6 +41,14 @@ def _models():
         "private_prediction": PrivatePredictionClassifier(
             tree, n_estimators=10, max_queries=12, classes=[0, 1], random_state=0
         ),
+        "private_prediction_gnmax": PrivatePredictionClassifier(
+            tree,
+            n_estimators=10,
+            mechanism="gnmax",
+            max_queries=12,
+            classes=[0, 1],
+            random_state=0,
+        ),
         "private_regressor": PrivatePredictionRegressor(
             DecisionTreeRegressor(max_depth=2),
             n_estimators=10,
@@ -61,7 +69,13 @@ def _models():
 
 
 @pytest.mark.parametrize(
-    "name", ["private_prediction", "private_regressor", "confident_gnmax"]
+    "name",
+    [
+        "private_prediction",
+        "private_prediction_gnmax",
+        "private_regressor",
+        "confident_gnmax",
+    ],
 )
 def test_a_stale_copy_continues_the_stored_counter(tmp_path, name):
     ledger = PrivacyLedger(tmp_path / "budget.sqlite", epsilon=10.0, delta=1e-3)
@@ -73,6 +87,21 @@ def test_a_stale_copy_continues_the_stored_counter(tmp_path, name):
     with pytest.raises(BudgetExhaustedError) as excinfo:
         stale.predict(QUERIES[-8:] + 100.0)
     assert excinfo.value.n_answered == 4
+
+
+def test_gnmax_proba_and_labels_draw_on_one_durable_counter(tmp_path):
+    # Under mechanism="gnmax" predict_proba reads the same release as predict:
+    # one unit per row, durable across copies like the exponential mechanism.
+    ledger = PrivacyLedger(tmp_path / "budget.sqlite", epsilon=10.0, delta=1e-3)
+    model = _fit(_models()["private_prediction_gnmax"], ledger)
+    stale = pickle.loads(pickle.dumps(model))
+    model.predict(QUERIES[:4])
+    model.predict_proba(QUERIES[:8])  # rows 0-3 free: 4 units
+    assert model.budget_status()["query_units_spent"] == 8
+    with pytest.raises(BudgetExhaustedError) as excinfo:
+        stale.predict_proba(QUERIES[-8:] + 100.0)
+    assert excinfo.value.n_answered == 4
+    assert model.budget_status()["query_units_remaining"] == 0
 
 
 def test_statistical_queries_never_reuse_a_chunk(tmp_path):
