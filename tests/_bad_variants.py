@@ -1,8 +1,9 @@
 """Known-bad variants of dpsklearn's mechanisms for the audit to catch (issue 6, 3).
 
 Each function here is a plausible implementation mistake that breaks the
-claimed guarantee. They live in the tests, never in the package: the audit in
-``tests/test_audit.py`` must flag every one of them (``epsilon_lower >
+claimed guarantee. They live in the tests, never in the package: the audits in
+``tests/test_audit.py`` (and ``tests/test_audit_estimators.py`` for
+:func:`gnmax_half_sigma`) must flag every one of them (``epsilon_lower >
 claimed epsilon`` at the audit's stated confidence), which is the evidence
 that the audit has teeth.
 
@@ -24,6 +25,12 @@ that the audit has teeth.
 * :func:`sparse_vector_releasing_noisy_score` -- a sparse vector that
   releases the noisy score ``q + DLap(2 lam)`` of a passing query instead of
   only the pass; each released score costs ``eps0 / 4`` more.
+* :func:`gnmax_half_sigma` -- a fitted
+  ``PrivatePredictionClassifier(mechanism="gnmax")`` that serves with half
+  the calibrated ``sigma`` (a factor-two slip between the noise scale and
+  what the calibration certified): each released row is then
+  ``4/sigma^2``-zCDP, four times the claim. Audited in
+  ``tests/test_audit_estimators.py``.
 
 All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
 """
@@ -138,3 +145,27 @@ def sparse_vector_releasing_noisy_score(scores, threshold, lam, n_runs, *, rng):
     released_mask = np.arange(scores.size) < first[:, None]
     shown = np.where(released_mask, noisy_scores, np.iinfo(np.int64).min)
     return np.column_stack([first, shown])
+
+
+def gnmax_half_sigma(model):
+    """Make a fitted GNMax ``PrivatePredictionClassifier`` serve with ``sigma / 2``.
+
+    The model still claims its ``(epsilon, delta)``; its rows are released
+    with half the noise the calibration certified (the serving config is
+    what the release reads, SPEC 8). Vectorised like the others: one
+    ``predict`` on ``n`` distinct rows is ``n`` runs.
+
+    Parameters
+    ----------
+    model : PrivatePredictionClassifier
+        Fitted with ``mechanism="gnmax"``, not yet serving.
+
+    Returns
+    -------
+    model : PrivatePredictionClassifier
+        The same object, broken.
+    """
+    config = model._serving_state_.config
+    config["sigma"] = config["sigma"] / 2.0
+    model.sigma_ = config["sigma"]
+    return model

@@ -15,7 +15,11 @@ neighbours of its proof (replace-one, SPEC 1):
 * the statistical-query oracle (neighbouring chunk contents);
 * the exponential-mechanism ERM sampler (one error count up, the other down);
 * the per-query exponential mechanism of :class:`PrivatePredictionClassifier`
-  at ``eps_q`` (teachers trained on one-row shards, one label replaced).
+  at ``eps_q`` (teachers trained on one-row shards, one label replaced);
+* its ``mechanism="gnmax"`` release at the ``sigma`` of a model claiming
+  ``(1, 1e-5)`` for one query (one-row shards, one label replaced), and the
+  known-bad variant serving at ``sigma / 2`` (``tests/_bad_variants.py``),
+  which must show a leak.
 
 Each asserts ``epsilon_lower <= claimed`` and, so that the audit has power,
 ``epsilon_lower >= 0.5 x claimed``. Where the outputs can be enumerated the
@@ -46,6 +50,7 @@ from __future__ import annotations
 import math
 import time
 
+import _bad_variants as bad
 import numpy as np
 import pytest
 from scipy import stats
@@ -1041,3 +1046,138 @@ def test_private_prediction_classifier_audit():
     _assert_private(res, claimed)
     for model in models:
         assert model.budget_status()["query_units_remaining"] == 0
+
+
+# ---------------------------------------------------------------------------
+# 7. PrivatePredictionClassifier(mechanism="gnmax"): one noisy count vector
+# ---------------------------------------------------------------------------
+# Claim: the model with max_queries=1, epsilon=1, delta=1e-5 ("auto" picks
+# dp_accounting's RDP) releases one noisy count vector, (1, 1e-5)-DP. The
+# audited models serve R distinct rows at that model's sigma: their epsilon
+# is the RDP conversion of R Gaussian releases at sigma (computed by
+# dp_accounting here), which the "rdp" calibration inverts back to sigma, so
+# each of their rows is one independent run of the claimed release.
+# Real data and real teachers on thirty one-row shards. The event is label 1
+# (the class that gained the vote): it needs the noisy gap Z1 - Z0 to beat
+# c0 - c1, 22 on one side and 20 on the other, about 2.7 standard deviations
+# out, where the likelihood ratio is large and label 1 still happens
+# thousands of times. The broken variant (tests/_bad_variants.py) serves at
+# sigma / 2; its votes put the gap at the same depth for the smaller noise.
+
+RUNS_GNMAX = 400_000  # one batched predict per neighbour (~0.6 s)
+GNMAX_DELTA = 1e-5
+GNMAX_X = np.arange(30, dtype=np.float64).reshape(-1, 1)
+
+
+def _gnmax_labels(n_zeros):
+    """Neighbouring label vectors: ``n_zeros`` zeros, then one zero relabelled."""
+    first = np.array([0] * n_zeros + [1] * (30 - n_zeros))
+    second = first.copy()
+    second[0] = 1
+    return first, second
+
+
+def _gnmax_rdp_epsilon(sigma, count):
+    """Independent dp_accounting RDP epsilon of ``count`` noisy count vectors."""
+    import dp_accounting as dpa
+
+    accountant = dpa.rdp.RdpAccountant(
+        neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
+    )
+    # L2 sensitivity sqrt(2): noise multiplier sigma / sqrt(2)
+    accountant.compose(dpa.GaussianDpEvent(sigma / math.sqrt(2.0)), count)
+    return accountant.get_epsilon(GNMAX_DELTA)
+
+
+def _gnmax_model(y, epsilon, n_queries, seed, calibration="auto"):
+    return PrivatePredictionClassifier(
+        n_estimators=30,
+        mechanism="gnmax",
+        epsilon=epsilon,
+        delta=GNMAX_DELTA,
+        max_queries=n_queries,
+        calibration=calibration,
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=seed,
+    ).fit(GNMAX_X, y)
+
+
+def _label_one(labels):
+    """label 1 (the class that gained a vote)"""
+    return labels == 1
+
+
+def _gnmax_exact(votes, sigma):
+    """Exact loss of the label output at GNMAX_DELTA (two classes)."""
+    from dpsklearn.gnmax import _argmax_win_probability
+
+    p = [
+        float(_argmax_win_probability(np.array([v]), np.array([1]), sigma)[0])
+        for v in votes
+    ]
+    return exact_epsilon([p[0], 1 - p[0]], [p[1], 1 - p[1]], GNMAX_DELTA)
+
+
+def _gnmax_audit(n_zeros, sigma, seed, broken=False):
+    """Audit the label-1 event of models that serve RUNS_GNMAX rows at ``sigma``."""
+    epsilon = _gnmax_rdp_epsilon(sigma, RUNS_GNMAX)
+    models = []
+    for nb, y in enumerate(_gnmax_labels(n_zeros)):
+        model = _gnmax_model(y, epsilon, RUNS_GNMAX, seed + nb, calibration="rdp")
+        assert model.sigma_ == pytest.approx(sigma, rel=1e-5)
+        if broken:
+            bad.gnmax_half_sigma(model)
+        models.append(model)
+    votes = [
+        np.bincount(
+            [int(t.predict(GNMAX_X[:1])[0]) for t in model.estimators_], minlength=2
+        ).tolist()
+        for model in models
+    ]
+    assert votes == [[n_zeros, 30 - n_zeros], [n_zeros - 1, 31 - n_zeros]]
+
+    def mech(nb, n, rng):
+        # distinct rows: a repeated row would be answered from the cache
+        return models[nb].predict(_query_ids(n))
+
+    res = audit(mech, _label_one, n_runs=RUNS_GNMAX, delta=GNMAX_DELTA, rng=seed)
+    for model in models:
+        assert model.budget_status()["query_units_remaining"] == 0
+    return res, votes, _gnmax_exact(votes, models[0].sigma_)
+
+
+def test_private_prediction_gnmax_audit():
+    single = _gnmax_model(_gnmax_labels(26)[0], 1.0, 1, 0)
+    claimed = single.epsilon
+    sigma = single.sigma_
+    assert single.calibration_ == "rdp"
+    # One released vector at sigma is (1, 1e-5)-DP by dp_accounting, and not
+    # much less (the calibration is tight).
+    assert 0.999 < _gnmax_rdp_epsilon(sigma, 1) <= claimed
+    res, votes, exact = _gnmax_audit(26, sigma, 700)
+    _record(
+        f"PrivatePrediction gnmax predict (delta={GNMAX_DELTA:g})",
+        f"votes {votes[0]} vs {votes[1]}",
+        res,
+        claimed,
+        exact,
+    )
+    _assert_private(res, claimed)
+    # A lower confidence bound on this output's loss: below its exact value.
+    assert res.epsilon_lower <= exact
+
+
+def test_bad_gnmax_half_sigma_is_caught():
+    single = _gnmax_model(_gnmax_labels(21)[0], 1.0, 1, 0)
+    claimed = single.epsilon
+    res, votes, exact = _gnmax_audit(21, single.sigma_, 710, broken=True)
+    _record(
+        f"BAD gnmax at sigma/2 (delta={GNMAX_DELTA:g})",
+        f"votes {votes[0]} vs {votes[1]}",
+        res,
+        claimed,
+        exact,
+    )
+    assert exact > claimed
+    assert res.epsilon_lower > claimed, f"audit missed a leak: {res}"
