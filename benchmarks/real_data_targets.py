@@ -3,24 +3,25 @@
 Two measurements, each row beside the base rate, the non-private majority
 vote of the same teachers and a non-private model on all training rows:
 
-**Adult** (bundled UCI file; private rows: the training file; public rows:
-the first 2,000 rows of the test file; evaluation: the other 14,281 test
-rows). A :class:`~dpsklearn.KnowledgeTransferClassifier` student is released
-at ``epsilon <= 1``, ``delta = 1e-5``. The configuration (teacher mechanism,
-``k``, number of public rows queried ``m``, Confident-GNMax ``max_answers``,
-student) is chosen on a validation split of the training file only: 2,000
-held-out training rows play the public rows, 6,000 more are the validation
-test rows, and the teachers are fitted on the remaining 24,561 (``k`` is
-scaled so that shards have the size they have on the full file). Every
-configuration of the sweep is shown. The sweep applies the estimators' own
-mechanism code (:func:`dpsklearn.noise.exponential_mechanism` at
+**Adult** (bundled UCI file; private rows: the training file; public rows: the
+first 2,000 rows of the test file; evaluation: the other 14,281 test rows). A
+:class:`~dpsklearn.KnowledgeTransferClassifier` student is released at
+``epsilon <= 1``, ``delta = 1e-5``. The configuration (teacher mechanism,
+``k``, number of public rows queried ``m``, the student's query strategy
+(``sequential``, or ``uncertainty`` in ``R`` rounds), Confident-GNMax
+``max_answers``, student) is chosen on a validation split of the training file
+only: 2,000 held-out training rows play the public rows, 6,000 more are the
+validation test rows, and the teachers are fitted on the remaining 24,561
+(``k`` is scaled so that shards have the size they have on the full file).
+Every configuration of the sweep is shown. The sweep applies the estimators'
+own mechanism code (:func:`dpsklearn.noise.exponential_mechanism` at
 ``epsilon_per_query_``, :class:`dpsklearn.gnmax.ConfidentGNMaxEngine` at the
 calibration ``fit`` computes) to the vote counts of one fitted ensemble per
 ``k``, averaged over several noise draws: the same distribution as refitting
-the estimator, at a fraction of the cost. The chosen configuration is then
-run once, end to end, through ``KnowledgeTransferClassifier`` on the full
-training file, and its test accuracy reported once. Tuning on the (private)
-training file is outside the privacy guarantee (SPEC 1).
+the estimator, at a fraction of the cost. The chosen configuration is then run
+once, end to end, through ``KnowledgeTransferClassifier`` on the full training
+file, and its test accuracy reported once. Tuning on the (private) training
+file is outside the privacy guarantee (SPEC 1).
 
 **Shuttle** (the ``river`` package's copy, target ``anomaly``; 2,000 query
 rows drawn at random, the other 47,097 private), 2,000 queries at
@@ -77,40 +78,58 @@ ADULT_TARGET = 0.840
 SHUTTLE_ANSWERED, SHUTTLE_ACCURACY = 0.90, 0.99
 
 FULL = {
-    "ks": (100, 250, 500, 1000, 1500, 2000, 3000),
+    "ks": (250, 500, 750, 1000, 1500, 2000),
     "epsilons": (0.5, 1.0, 2.0),
-    "pp_m": (250, 500, 1000, 2000),
+    "pp_m": (250, 500, 1000, 1500, 2000),
+    # (query_strategy, n_rounds) of KnowledgeTransferClassifier; the
+    # uncertainty strategy is swept for PrivatePrediction, whose labels it
+    # chooses (Confident-GNMax would abstain on exactly the rows it picks).
+    "pp_strategies": (("sequential", 1), ("uncertainty", 3), ("uncertainty", 5)),
     "cgn_m": (500, 1000, 2000),
-    "cgn_answer_share": (1 / 16, 1 / 8, 1 / 4, 1 / 2),
+    "cgn_answer_share": (1 / 8, 1 / 4, 1 / 2),
     "students": ("lr", "lr_C0.1", "self_training"),
-    "repeats": 3,
+    # Self-training refits in every round (about 1.3 s a fit): left out here.
+    "uncertainty_students": ("lr", "lr_C0.1"),
+    "repeats": 5,
     "shuttle_ks": (250, 500, 1000, 1500),
 }
 QUICK = {
     "ks": (250,),
     "epsilons": (1.0,),
     "pp_m": (1000,),
+    "pp_strategies": (("sequential", 1), ("uncertainty", 5)),
     "cgn_m": (1000,),
     "cgn_answer_share": (1 / 4,),
     "students": ("lr",),
+    "uncertainty_students": ("lr",),
     "repeats": 1,
     "shuttle_ks": (25,),
 }
 
 
-# The test rows were looked at twice (see HISTORY); this text goes into the
-# Markdown so that every reader sees it.
+# The test rows were looked at three times (see HISTORY); this text goes
+# into the Markdown so that every reader sees it.
 HISTORY = (
     "Run 1 of this script (k in 100, 250, 500, 1000) chose PrivatePrediction, "
     "k = 1000, m = 2000, self-training student (validation 0.8362) and "
     "measured **0.8395** on the test rows. That choice sat on the edge of the "
     "k grid, so the grid was extended to k = 3000 and the script run again "
-    "(run 2, the tables above): validation chose the same configuration, and "
+    "(run 2): validation chose the same configuration, and "
     "its fresh noise draw measured **0.8387** on the test rows. The test rows "
     "have been looked at twice; both figures are below 0.840. A later check "
     "on the validation split only (liblinear teacher C in 0.3, 1, 3 at k = "
     "754 and 1131) moved the student by less than its noise (0.8345 to 0.8377, "
-    "+-0.004), so no third test run was made."
+    "+-0.004), so no third test run was made then. Run 3 (this file) follows "
+    "two changes to the library, both developed on the validation split "
+    "only: the per-query calibration `rdp` (the zCDP total read as an RDP "
+    "curve and converted by dp_accounting, about 1.5 times the rho at "
+    "epsilon = 1, so eps_q is 21 % larger; `auto` now picks it), and "
+    "`KnowledgeTransferClassifier(query_strategy='uncertainty')`. The sweep "
+    "above was run again with both (k in 250 to 2000, where runs 1 and 2 had "
+    "put every good configuration; m up to 1,500 added; 5 noise draws "
+    "instead of 3), the configuration chosen on validation as before, and "
+    "the test rows looked at a third time, once: the figure at the top is "
+    "that run's."
 )
 
 
@@ -155,6 +174,9 @@ class SelfTrainingStudent(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return self.classes_[self.model_.predict(X)]
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
 
 
 def make_student(name, X_unlabelled=None):
@@ -243,6 +265,48 @@ def breast_cancer_data(n_queries=100, seed=0):
 
 
 # -- mechanisms on fixed votes (the estimators' own code) ----------------------
+class VotesTeacher(ClassifierMixin, BaseEstimator):
+    """A stand-in for a fitted ``PrivatePredictionClassifier`` (sweep only).
+
+    It answers public rows from one fitted ensemble's vote counts with the
+    estimator's own mechanism (:func:`dpsklearn.noise.exponential_mechanism`
+    at the ``epsilon_per_query_`` that ``fit`` would compute), so that
+    :class:`~dpsklearn.KnowledgeTransferClassifier`'s real query strategies
+    run on every noise draw without refitting ``k`` teachers. The vote
+    counts of ``X_public[i]`` are ``counts[i]``.
+    """
+
+    def __init__(
+        self, X_public=None, counts=None, classes=None, epsilon=1.0,
+        max_queries=1000, seed=0,
+    ):  # fmt: skip
+        self.X_public = X_public
+        self.counts = counts
+        self.classes = classes
+        self.epsilon = epsilon
+        self.max_queries = max_queries
+        self.seed = seed
+
+    def fit(self, X, y):
+        self.classes_ = np.asarray(self.classes)
+        self.epsilon_per_query_, self.calibration_ = per_query_epsilon(
+            self.epsilon, DELTA, self.max_queries, "exponential", "auto"
+        )
+        self.row_index_ = {row.tobytes(): i for i, row in enumerate(self.X_public)}
+        self.rng_ = np.random.default_rng(self.seed)
+        self.n_served_ = 0
+        return self
+
+    def predict(self, X, return_abstained=False):
+        index = np.array([self.row_index_[row.tobytes()] for row in X])
+        self.n_served_ += len(index)
+        if self.n_served_ > self.max_queries:  # the sweep never asks more
+            raise RuntimeError("VotesTeacher asked more than max_queries rows")
+        labels = exponential_mechanism(
+            self.counts[index], self.epsilon_per_query_, 1.0, rng=self.rng_
+        )
+        return self.classes_[labels], np.zeros(len(index), dtype=bool)
+
 def pp_labels(counts, epsilon, m, rng):
     """``PrivatePredictionClassifier.predict`` on ``counts`` (calibration auto)."""
     eps_q, calibration = per_query_epsilon(
@@ -343,13 +407,24 @@ def adult_sweep(data, grid, log):
         configs = []
         for epsilon in grid["epsilons"]:
             for m in grid["pp_m"]:
-                configs.append(("PrivatePrediction", epsilon, m, None))
+                for strategy, n_rounds in grid["pp_strategies"]:
+                    configs.append(
+                        ("PrivatePrediction", epsilon, m, None, strategy, n_rounds)
+                    )
             for m in grid["cgn_m"]:
                 for share in grid["cgn_answer_share"]:
+                    answers = max(1, int(m * share))
                     configs.append(
-                        ("ConfidentGNMax", epsilon, m, max(1, int(m * share)))
+                        ("ConfidentGNMax", epsilon, m, answers, "sequential", 1)
                     )
-        for mechanism, epsilon, m, max_answers in configs:
+        for mechanism, epsilon, m, max_answers, strategy, n_rounds in configs:
+            if strategy == "uncertainty":
+                rows.extend(
+                    _uncertainty_rows(
+                        val, classes, counts_pub, epsilon, m, n_rounds, grid, base
+                    )
+                )
+                continue
             counts = counts_pub[:m]
             y_true = val["y_public"][:m]
             per_student = {name: [] for name in grid["students"]}
@@ -388,6 +463,8 @@ def adult_sweep(data, grid, log):
                         "delta": DELTA,
                         "m": m,
                         "max_answers": max_answers,
+                        "query_strategy": "sequential",
+                        "n_rounds": None,
                         "student": name,
                         **base,
                         **info,
@@ -400,6 +477,55 @@ def adult_sweep(data, grid, log):
                         "repeats": len(accs),
                     }
                 )
+    return rows
+
+
+def _uncertainty_rows(val, classes, counts_pub, epsilon, m, n_rounds, grid, base):
+    """``KnowledgeTransferClassifier(query_strategy="uncertainty")`` on fixed votes.
+
+    The pool is every public row of the split; ``m`` of them are asked.
+    """
+    X_pool = val["X_public"]
+    rows = []
+    calibration = None
+    for name in grid["uncertainty_students"]:
+        accs = []
+        for repeat in range(grid["repeats"]):
+            teacher = VotesTeacher(
+                X_pool, counts_pub, classes, epsilon, m, seed=1000 + repeat
+            )
+            kt = KnowledgeTransferClassifier(
+                teacher,
+                make_student(name, X_pool),
+                query_strategy="uncertainty",
+                n_queries=m,
+                n_rounds=n_rounds,
+                random_state=repeat,
+            )
+            # The private rows are not used by the stand-in (votes are fixed).
+            kt.fit(val["X_private"][:10], val["y_private"][:10], X_public=X_pool)
+            accs.append(_accuracy(kt.predict(val["X_eval"]), val["y_eval"]))
+        calibration = per_query_epsilon(epsilon, DELTA, m, "exponential", "auto")[1]
+        rows.append(
+            {
+                "split": "validation",
+                "mechanism": "PrivatePrediction",
+                "epsilon": epsilon,
+                "delta": DELTA,
+                "m": m,
+                "max_answers": None,
+                "query_strategy": "uncertainty",
+                "n_rounds": n_rounds,
+                "student": name,
+                **base,
+                "calibration": calibration,
+                "answered": 1.0,
+                "label_accuracy": None,  # rows differ per draw; see the note
+                "student_accuracy": float(np.mean(accs)),
+                "student_accuracy_std": float(np.std(accs)),
+                "repeats": len(accs),
+            }
+        )
     return rows
 
 
@@ -440,12 +566,23 @@ def make_teacher(config, classes):
 def adult_test(data, config, log):
     classes = data["classes"]
     m = config["m"]
-    X_public = data["X_public"][:m]
     start = time.perf_counter()
     teacher = make_teacher(config, classes)
-    kt = KnowledgeTransferClassifier(
-        teacher, make_student(config["student"], data["X_public"])
-    )
+    if config.get("query_strategy") == "uncertainty":
+        X_public = data["X_public"]  # the pool; m rows of it are asked
+        kt = KnowledgeTransferClassifier(
+            teacher,
+            make_student(config["student"], data["X_public"]),
+            query_strategy="uncertainty",
+            n_queries=m,
+            n_rounds=config["n_rounds"],
+            random_state=0,
+        )
+    else:
+        X_public = data["X_public"][:m]
+        kt = KnowledgeTransferClassifier(
+            teacher, make_student(config["student"], data["X_public"])
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         kt.fit(data["X_train"], data["y_train"], X_public=X_public)
@@ -473,7 +610,10 @@ def adult_test(data, config, log):
         "k": config["k"],
         "m": m,
         "max_answers": config["max_answers"],
+        "query_strategy": config.get("query_strategy", "sequential"),
+        "n_rounds": config.get("n_rounds"),
         "student": config["student"],
+        "calibration": config["calibration"],
         "answered": kt.n_public_labelled_ / m,
         "n_public_labelled": kt.n_public_labelled_,
         "n_public_abstained": kt.n_public_abstained_,
@@ -642,6 +782,12 @@ def _fmt(value, spec):
     return format(value, spec)
 
 
+def _strategy(row):
+    if row.get("query_strategy", "sequential") == "uncertainty":
+        return f"uncertainty/{row['n_rounds']}"
+    return "sequential"
+
+
 def write(result, out_dir):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -651,12 +797,14 @@ def write(result, out_dir):
     lines += [
         "## Adult: knowledge-transfer student at epsilon <= 1 (test)",
         "",
-        "| mechanism | k | epsilon | delta | m | max_answers | student | labelled "
+        "| mechanism | k | epsilon | delta | calibration | m | max_answers "
+        "| query strategy | student | labelled "
         "| student accuracy | target | reached | base rate | teacher vote "
         "(non-private) | non-private student | full model (non-private) | s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {test['mechanism']} | {test['k']} | {test['epsilon']:g} | "
-        f"{test['delta']:.0e} | {test['m']} | {_fmt(test['max_answers'], 'd')} | "
+        f"{test['delta']:.0e} | {test['calibration']} | {test['m']} | "
+        f"{_fmt(test['max_answers'], 'd')} | {_strategy(test)} | "
         f"{test['student']} | {test['n_public_labelled']} of {test['m']} | "
         f"{test['student_accuracy']:.4f} | >= {test['target']} | "
         f"{'yes' if test['reached'] else 'no'} | {test['base_rate']:.4f} | "
@@ -666,24 +814,25 @@ def write(result, out_dir):
         f"Evaluated on the {test['n_eval']:,} test rows after the first 2,000 "
         "(which are the public rows). The configuration was chosen on the "
         "validation split below (the best mean student accuracy at epsilon <= 1). "
-        "See the history at the end: the test rows were looked at twice.",
+        "See the history at the end: the test rows were looked at three times.",
         "",
-        "## Adult: best validation student per mechanism and k (epsilon = 1)",
+        "## Adult: best validation student per mechanism, query strategy and k "
+        "(epsilon = 1)",
         "",
-        "| mechanism | k | m | max_answers | student | answered | label acc | "
-        "student acc | teacher vote | non-private student |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| mechanism | query strategy | k | m | max_answers | student | answered "
+        "| label acc | student acc | teacher vote | non-private student |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     best = {}
     for r in result["adult_validation"]:
-        key = (r["mechanism"], r["k"])
+        key = (r["mechanism"], r.get("query_strategy", "sequential"), r["k"])
         if r["epsilon"] == 1.0 and (
             key not in best or r["student_accuracy"] > best[key]["student_accuracy"]
         ):
             best[key] = r
-    for (_, _), r in sorted(best.items()):
+    for _, r in sorted(best.items()):
         lines.append(
-            f"| {r['mechanism']} | {r['k']} | {r['m']} | "
+            f"| {r['mechanism']} | {_strategy(r)} | {r['k']} | {r['m']} | "
             f"{_fmt(r['max_answers'], 'd')} | {r['student']} | "
             f"{r['answered']:.3f} | {_fmt(r['label_accuracy'], '.3f')} | "
             f"{r['student_accuracy']:.4f} | {r['teacher_vote']:.4f} | "
@@ -696,16 +845,22 @@ def write(result, out_dir):
         "Teachers: `Pipeline(StandardScaler, LogisticRegression(solver="
         "'liblinear'))` on disjoint "
         "shards of 24,561 training rows (k scaled to the full file's shard "
-        "size); 2,000 held-out training rows are the public rows (the first "
-        "m are queried), 6,000 more the validation test rows. Mean over "
+        "size); 2,000 held-out training rows are the public rows, 6,000 more "
+        "the validation test rows. `sequential`: the first m public rows are "
+        "queried; `uncertainty/R`: m of the 2,000 are chosen by "
+        "`KnowledgeTransferClassifier(query_strategy='uncertainty', "
+        "n_rounds=R)` (a stand-in teacher answers from the fixed votes with "
+        "the estimator's mechanism code). Mean over "
         f"{result['grid']['repeats']} noise draws. `answered`: fraction of the "
         "m queries labelled; `label acc`: accuracy of the released labels "
-        "against the true labels.",
+        "against the true labels (sequential rows only: under uncertainty "
+        "the asked rows are the hard ones and differ per draw).",
         "",
-        "| mechanism | k | epsilon | m | max_answers | calibration "
+        "| mechanism | k | epsilon | m | max_answers | query strategy "
+        "| calibration "
         "| sigma1/sigma2/threshold | student | answered | label acc | student acc "
         "| +- | base rate | teacher vote | non-private student | full model |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(
         result["adult_validation"],
@@ -718,7 +873,8 @@ def write(result, out_dir):
         )
         lines.append(
             f"| {r['mechanism']} | {r['k']} | {r['epsilon']:g} | {r['m']} | "
-            f"{_fmt(r['max_answers'], 'd')} | {r['calibration']} | {sig} | "
+            f"{_fmt(r['max_answers'], 'd')} | {_strategy(r)} | "
+            f"{r['calibration']} | {sig} | "
             f"{r['student']} | {r['answered']:.3f} | "
             f"{_fmt(r['label_accuracy'], '.3f')} | "
             f"{r['student_accuracy']:.4f} | {r['student_accuracy_std']:.4f} | "
@@ -790,8 +946,8 @@ def main(argv=None):
         log(
             f"chosen on validation: {chosen['mechanism']} k={chosen['k']} "
             f"eps={chosen['epsilon']} m={chosen['m']} "
-            f"max_answers={chosen['max_answers']} student={chosen['student']} "
-            f"({chosen['student_accuracy']:.4f})"
+            f"max_answers={chosen['max_answers']} strategy={_strategy(chosen)} "
+            f"student={chosen['student']} ({chosen['student_accuracy']:.4f})"
         )
         test = adult_test(data, chosen, log)
         note = None
@@ -814,7 +970,10 @@ def main(argv=None):
         "adult_validation": validation,
         "adult_chosen": {
             key: chosen[key]
-            for key in ("mechanism", "k", "epsilon", "m", "max_answers", "student")
+            for key in (
+                "mechanism", "k", "epsilon", "m", "max_answers",
+                "query_strategy", "n_rounds", "calibration", "student",
+            )  # fmt: skip
         },
         "adult_test": test,
         "answer_rate_dataset": rate_data["name"],
