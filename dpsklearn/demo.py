@@ -15,6 +15,7 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -266,7 +267,14 @@ def _knowledge_transfer_row(
     random_state,
     reference,
 ):
-    """A student on public rows labelled by a private teacher: publishable."""
+    """A student on public rows labelled by a private teacher: publishable.
+
+    The configuration ``benchmarks/real_data_targets.py`` chose on a
+    validation split: the teacher labels three quarters of the public rows,
+    asked in five rounds where the student is least sure
+    (``query_strategy="uncertainty"``), and a regularised logistic regression
+    learns from them.
+    """
     epsilon = 1.0
     start = time.perf_counter()
     X_public = encoder.transform(public_rows)
@@ -274,21 +282,34 @@ def _knowledge_transfer_row(
         teacher_estimator(),
         epsilon=epsilon,
         delta=delta,
-        max_queries=X_public.shape[0],
+        max_queries=(3 * X_public.shape[0]) // 4,
         classes=classes,
         random_state=random_state,
         n_jobs=-1,
         min_samples_per_shard=SHARD_ROWS,
     )
-    model = KnowledgeTransferClassifier(teacher, teacher_estimator())
+    student = make_pipeline(StandardScaler(), LogisticRegression(C=0.1))
+    model = KnowledgeTransferClassifier(
+        teacher,
+        student,
+        query_strategy="uncertainty",
+        n_rounds=5,
+        random_state=random_state,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         model.fit(X_train, y_train, X_public=X_public)
     labels = model.predict(X_query)  # free: the student is post-processing
     seconds = time.perf_counter() - start
+    # The non-private majority vote of the same teachers (same partition and
+    # teachers: same random_state), for the honest reference column only.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        same_teachers = clone(teacher).fit(X_train, y_train)
+    vote = float(np.mean(teacher_majority_vote(same_teachers, X_query) == y_query))
     return _row(
-        "KnowledgeTransfer student (PP teacher)",
-        "-",
+        "KT student (PP teacher, uncertainty)",
+        same_teachers.n_estimators_,
         epsilon,
         delta,
         labels,
@@ -296,7 +317,7 @@ def _knowledge_transfer_row(
         y_query,
         {
             **reference,
-            "teacher_vote": float("nan"),
+            "teacher_vote": vote,
             "halted_after": "-",
             "seconds": seconds,
         },
