@@ -121,19 +121,26 @@ def test_auto_calibration_m1_is_basic(binary_data):
 
 
 # -- the exponential mechanism's label frequencies ---------------------------
-def _model_with_votes(votes, epsilon_per_query, n_queries):
-    """A fitted classifier whose teachers vote ``votes`` on every query."""
+def _model_with_votes(votes, epsilon_per_query, n_queries, **params):
+    """A fitted classifier whose teachers vote ``votes`` on every query.
+
+    Default: the exponential mechanism at ``eps_q = epsilon_per_query``
+    (basic calibration); ``params`` override the estimator's parameters
+    (e.g. ``mechanism="gnmax", epsilon=..., calibration="auto"``).
+    """
     n_classes = len(votes)
     X = np.arange(40, dtype=float).reshape(-1, 1)
     y = np.arange(40) % n_classes
-    clf = PrivatePredictionClassifier(
+    settings = dict(
         n_estimators=2,
-        epsilon=epsilon_per_query * n_queries,  # basic: eps_q = epsilon / m
         max_queries=n_queries,
         calibration="basic",
         classes=list(range(n_classes)),
         noise_random_state=12345,
-    ).fit(X, y)
+    )
+    if epsilon_per_query is not None:
+        settings["epsilon"] = epsilon_per_query * n_queries  # basic: epsilon / m
+    clf = PrivatePredictionClassifier(**{**settings, **params}).fit(X, y)
     clf.estimators_ = [
         ConstantTeacher(label, n_classes)
         for label, count in enumerate(votes)
@@ -796,24 +803,15 @@ def test_gnmax_max_queries_plus_one_raises(binary_data):
 
 def _gnmax_model_with_votes(votes, epsilon, n_queries):
     """A fitted GNMax classifier whose teachers vote ``votes`` on every query."""
-    n_classes = len(votes)
-    X = np.arange(40, dtype=float).reshape(-1, 1)
-    y = np.arange(40) % n_classes
-    clf = PrivatePredictionClassifier(
-        n_estimators=2,
+    return _model_with_votes(
+        votes,
+        None,
+        n_queries,
         mechanism="gnmax",
         epsilon=epsilon,
-        max_queries=n_queries,
-        classes=list(range(n_classes)),
+        calibration="auto",
         noise_random_state=4321,
-    ).fit(X, y)
-    clf.estimators_ = [
-        ConstantTeacher(label, n_classes)
-        for label, count in enumerate(votes)
-        for _ in range(count)
-    ]
-    vars(clf).pop("_fused_ensemble_", None)  # votes from the new teachers only
-    return clf
+    )
 
 
 @pytest.mark.parametrize("votes", [(12, 8), (8, 12), (10, 10)])
