@@ -69,6 +69,15 @@ def _check_instances():
                 n_estimators=5, max_queries=10_000, noise_random_state=0
             )
         ),
+        # Margin sampling: every row is asked (the teacher pays for more than
+        # any check's data), in five rounds chosen by the student.
+        KnowledgeTransferForChecks(
+            PrivatePredictionClassifier(
+                n_estimators=5, max_queries=10_000, noise_random_state=0
+            ),
+            query_strategy="uncertainty",
+            random_state=0,
+        ),
     ]
 
 
