@@ -17,10 +17,15 @@ scaling inside each teacher):
   fallback and with ``abstain``; ``confident_gnmax`` (``max_queries = m``,
   ``T`` = ``max_answers``);
 * ``PrivatePredictionClassifier`` (exponential mechanism, ``k`` from
-  Theorem 1, every row charged);
-* ``KnowledgeTransferClassifier``: a ``PrivatePredictionClassifier`` labels a
-  pool of public rows, a LogisticRegression student is fitted on them and
-  answers every query for free;
+  Theorem 1, every row charged), and with ``mechanism="gnmax"`` (Gaussian
+  noisy argmax) at the same ``k``, so both mechanisms answer from the same
+  teachers; ``calibration="auto"`` (it takes ``"rdp"``), recorded in the
+  mechanism name;
+* ``KnowledgeTransferClassifier``: a ``PrivatePredictionClassifier`` labels
+  public rows, a scaled LogisticRegression student is fitted on them and
+  answers every query for free; ``query_strategy="sequential"`` (every
+  public row, in order) and ``"uncertainty"`` (3/4 of the public rows, the
+  teacher's ``max_queries``, chosen by margin sampling in 5 rounds);
 * ``SoftLabelPrivateRegressor`` on the binary datasets (the teachers'
   ``predict_proba`` binned with ``gamma = 0.25``; answers above 0.5 are the
   positive class, the data-independent midpoint 0.5 is an abstention);
@@ -112,6 +117,11 @@ DEFAULT_QUERIES = 500  # digits and breast cancer: limited by their held-out row
 DEFAULT_MIN_PER_SHARD = 20
 T_PLANNER = 100  # the estimators' default max_unstable
 T_SWEEP = 10
+# KnowledgeTransfer with query_strategy="uncertainty": the teacher pays for
+# this fraction of the public rows, asked in KT_ROUNDS rounds (the setting
+# benchmarks/real_data_targets.py validated on Adult at epsilon = 1).
+KT_UNCERTAINTY_FRACTION = 0.75
+KT_ROUNDS = 5
 STUMP_THRESHOLDS = 64
 SOFT_LABEL_GAMMA = 0.25
 # Ensembles with at least this many teachers are fitted with two joblib
@@ -208,7 +218,8 @@ class Runner:
             self.votes[k] = float(np.mean(labels == self.data.y_query))
         return self.votes[k]
 
-    def row(self, setting, epsilon, k, T, labels, abstained, halted, extra):
+    def row(self, setting, epsilon, k, T, labels, abstained, halted, extra,
+            mechanism=None):
         y = self.data.y_query
         answered = ~np.asarray(abstained, dtype=bool)
         correct = (np.asarray(labels) == y) & answered
@@ -216,7 +227,7 @@ class Runner:
         return {
             "dataset": self.data.name,
             "estimator": setting["estimator"],
-            "mechanism": setting["mechanism"],
+            "mechanism": mechanism or setting["mechanism"],
             "planner": setting["planner"],
             "k": k,
             "epsilon": epsilon,
@@ -322,28 +333,49 @@ class Runner:
             },
         )
 
-    def _private_prediction(self, epsilon, m, k_factor):
-        k = self.k_private_prediction(epsilon, m)
-        if k_factor != 1:
-            k = max(2, k // k_factor)
+    def _private_prediction(self, epsilon, m, k_factor, mechanism="exponential",
+                            k_rule="exponential"):
+        """A PrivatePredictionClassifier; ``k_rule``: whose ``k`` it uses.
+
+        ``"exponential"``: Theorem 1's (the exponential mechanism's planner,
+        ``n_estimators="auto"`` under it; passed explicitly to GNMax so both
+        mechanisms answer from the same teachers), divided by ``k_factor``.
+        ``"auto"``: the estimator's own ``"auto"`` (under GNMax, every
+        teacher the data supports).
+        """
+        if k_rule == "auto":
+            k = self.k_data() if mechanism == "gnmax" else None
+            n_estimators = "auto"
+        else:
+            k = self.k_private_prediction(epsilon, m)
+            if k_factor != 1:
+                k = max(2, k // k_factor)
+            planner = k_factor == 1 and mechanism == "exponential"
+            n_estimators = "auto" if planner else k
         model = PrivatePredictionClassifier(
             teacher(),
-            n_estimators="auto" if k_factor == 1 else k,
+            n_estimators=n_estimators,
             epsilon=epsilon,
             delta=DELTA,
             max_queries=m,
             classes=self.classes,
             min_samples_per_shard=self.min_per_shard,
             random_state=RANDOM_STATE,
+            mechanism=mechanism,
         )
         return model, k
 
     def _run_private_prediction(self, setting, epsilon):
-        model, k = self._private_prediction(epsilon, self.m, setting["k_factor"])
+        mechanism = setting.get("pp_mechanism", "exponential")
+        model, k = self._private_prediction(
+            epsilon, self.m, setting["k_factor"], mechanism,
+            setting.get("k_rule", "exponential"),
+        )
         fit_s = self._fit(model, self.data.X_train, self.data.y_train, k)
         start = time.perf_counter()
         labels = model.predict(self.data.X_query)
         predict_s = time.perf_counter() - start
+        eps_q = model.epsilon_per_query_
         return self.row(
             setting,
             epsilon,
@@ -354,17 +386,25 @@ class Runner:
             None,
             {
                 "teacher_vote": self.teacher_vote(model),
+                "pp_mechanism": mechanism,
                 "calibration": model.calibration_,
-                "epsilon_per_query": float(model.epsilon_per_query_),
+                "epsilon_per_query": None if eps_q is None else float(eps_q),
+                "sigma": None if model.sigma_ is None else float(model.sigma_),
                 "fit_seconds": fit_s,
                 "predict_seconds": predict_s,
             },
+            mechanism=f"{setting['mechanism']} ({model.calibration_})",
         )
 
     def _run_knowledge_transfer(self, setting, epsilon):
-        # The teacher's k as its planner picks it for n_public labelled rows;
+        strategy = setting["query_strategy"]
+        if strategy == "sequential":
+            n_asked = self.n_public
+        else:
+            n_asked = max(1, int(self.n_public * KT_UNCERTAINTY_FRACTION))
+        # The teacher's k as its planner picks it for n_asked labelled rows;
         # fitted once here (memoised teachers) to read it and its vote.
-        probe, k = self._private_prediction(epsilon, self.n_public, 1)
+        probe, k = self._private_prediction(epsilon, n_asked, 1)
         self._fit(probe, self.data.X_train, self.data.y_train, k)
         vote = self.teacher_vote(probe)
         k = probe.n_estimators_
@@ -374,11 +414,15 @@ class Runner:
                 n_estimators=k,
                 epsilon=epsilon,
                 delta=DELTA,
-                max_queries=self.n_public,
+                max_queries=n_asked,
                 classes=self.classes,
                 random_state=RANDOM_STATE,
             ),
             full_model(),
+            query_strategy=strategy,
+            n_queries=n_asked,
+            n_rounds=KT_ROUNDS,
+            random_state=RANDOM_STATE,
         )
         fit_s = self._fit(
             model, self.data.X_train, self.data.y_train, None,
@@ -397,10 +441,14 @@ class Runner:
             None,
             {
                 "teacher_vote": vote,
+                "query_strategy": strategy,
+                "calibration": probe.calibration_,
+                "n_public_asked": n_asked,
                 "n_public_labelled": int(model.n_public_labelled_),
                 "fit_seconds": fit_s,
                 "predict_seconds": predict_s,
             },
+            mechanism=setting["mechanism"].format(calibration=probe.calibration_),
         )
 
     def _run_soft_label(self, setting, epsilon):
@@ -487,9 +535,16 @@ def settings(binary, sweep):
              answers_fraction=1.0, k_factor=1, planner=True),
         dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
              mechanism="exponential", k_factor=1, planner=True),
+        dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
+             mechanism="GNMax", pp_mechanism="gnmax", k_factor=1, planner=True),
         dict(kind="knowledge_transfer", estimator="KnowledgeTransferClassifier",
-             mechanism="exponential-labelled public rows -> student",
+             mechanism="sequential: all public rows, exponential "
+             "({calibration}) labels -> student", query_strategy="sequential",
              planner=True),
+        dict(kind="knowledge_transfer", estimator="KnowledgeTransferClassifier",
+             mechanism=f"uncertainty: {_fraction_text()} of public rows in "
+             f"{KT_ROUNDS} rounds, exponential ({{calibration}}) labels -> "
+             "student", query_strategy="uncertainty", planner=True),
     ]
     if binary:
         out.append(
@@ -519,7 +574,25 @@ def settings(binary, sweep):
             dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
                  mechanism="exponential", k_factor=4, planner=False)
         )
+        out.append(
+            dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
+                 mechanism="GNMax", pp_mechanism="gnmax", k_factor=4,
+                 planner=False)
+        )
+        # GNMax's own n_estimators="auto": every teacher the data supports
+        # (the teachers of the subsample-and-aggregate rows, memoised).
+        out.append(
+            dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
+                 mechanism="GNMax, own k", pp_mechanism="gnmax", k_factor=1,
+                 k_rule="auto", planner=False)
+        )
     return out
+
+
+def _fraction_text():
+    return {0.75: "3/4", 0.5: "1/2"}.get(
+        KT_UNCERTAINTY_FRACTION, f"{KT_UNCERTAINTY_FRACTION:g}"
+    )
 
 
 def run(config, progress_label="privacy_utility"):
@@ -596,15 +669,24 @@ STYLE = {
     "SA sparse vector + noisy max": ("tab:blue", "o"),
     "SA sparse vector + abstain": ("tab:orange", "s"),
     "SA confident GNMax": ("tab:green", "D"),
-    "PrivatePrediction": ("tab:red", "^"),
-    "KnowledgeTransfer": ("tab:purple", "v"),
+    "PrivatePrediction exponential": ("tab:red", "^"),
+    "PrivatePrediction GNMax": ("tab:olive", "X"),
+    "KnowledgeTransfer sequential": ("tab:purple", "v"),
+    "KnowledgeTransfer uncertainty": ("tab:cyan", "<"),
     "SoftLabelPrivateRegressor": ("tab:brown", "P"),
     "ExponentialMechanismERM": ("tab:pink", "*"),
 }
 
 
 def _label(row):
-    return SHORT.get(row["mechanism"], row["estimator"].replace("Classifier", ""))
+    estimator, mechanism = row["estimator"], row["mechanism"]
+    if estimator == "PrivatePredictionClassifier":
+        kind = "GNMax" if mechanism.startswith("GNMax") else "exponential"
+        return f"PrivatePrediction {kind}"
+    if estimator == "KnowledgeTransferClassifier":
+        kind = "uncertainty" if "uncertainty" in mechanism else "sequential"
+        return f"KnowledgeTransfer {kind}"
+    return SHORT.get(mechanism, estimator.replace("Classifier", ""))
 
 
 def plot(rows, described, path):
@@ -660,7 +742,7 @@ def plot(rows, described, path):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9,
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9,
                frameon=False)
     fig.suptitle(
         "Accuracy over all m queries (abstentions wrong) at the planner's k and T",
@@ -719,11 +801,22 @@ def write(result, out_dir):
         "between the vote and acc. all m is what the privacy mechanism costs. "
         "k: teachers (for knowledge transfer, the labelling teacher's); T: "
         "`max_unstable` for the sparse vector and soft labels, `max_answers` "
-        "for confident GNMax. KnowledgeTransfer: a PrivatePredictionClassifier "
-        "(max_queries = the number of public rows, k from its planner) labels "
-        "held-out public rows disjoint from the queries (as many as m), a "
-        "scaled LogisticRegression student is fitted on them and answers all "
-        "m queries for free. ExponentialMechanismERM is pure epsilon-DP "
+        "for confident GNMax. PrivatePrediction *GNMax* "
+        "(`mechanism='gnmax'`) releases each row's vote counts plus discrete "
+        "Gaussian noise (sigma calibrated for m rows) and answers their "
+        "argmax, at the exponential rows' k (the same teachers, so the same "
+        "teachers' vote). KnowledgeTransfer: a PrivatePredictionClassifier "
+        "(exponential mechanism, k from its planner for the rows it labels) "
+        "labels held-out public rows disjoint from the queries (as many as "
+        "m), a scaled LogisticRegression student (C = 1) is fitted on them "
+        "and answers all m queries for free; *sequential* asks about every "
+        "public row in order (max_queries = the number of public rows), "
+        f"*uncertainty* (`query_strategy='uncertainty'`, n_rounds = {KT_ROUNDS}) "
+        f"pays for {_fraction_text()} of them (max_queries = n_queries) and "
+        "asks a random first round, then, round by round, the rows the "
+        "student refitted on the labels so far is least sure of (margin "
+        "sampling); its k is the planner's for that smaller m. "
+        "ExponentialMechanismERM is pure epsilon-DP "
         "(delta 0) and releases one stump, whose answers are free; its "
         "accuracy hardly moves with epsilon because, with hundreds to "
         "thousands of rows, the best stumps' error counts are far below the "
@@ -747,10 +840,42 @@ def write(result, out_dir):
         )
         sweep = [r for r in rows if r["dataset"] == name and not r["planner"]]
         if sweep:
-            lines += ["", "Sweep (T = 10, k / 4, `max_answers` = m/10):", ""]
+            lines += [
+                "",
+                "Sweep (T = 10, k / 4, `max_answers` = m/10; GNMax at its own k):",
+                "",
+            ]
             lines += markdown_table(sweep, COLUMNS)
         lines.append("")
     (out_dir / "privacy_utility.md").write_text("\n".join(lines))
+
+
+def calibration_note(rows):
+    """Which calibration ``"auto"`` took for the PrivatePrediction rows."""
+    used = sorted(
+        {
+            r["calibration"]
+            for r in rows
+            if r["estimator"] in ("PrivatePredictionClassifier",
+                                  "KnowledgeTransferClassifier")
+        }
+    )
+    ratio = (
+        per_query_epsilon(1.0, DELTA, 2000, calibration="rdp")[0]
+        / per_query_epsilon(1.0, DELTA, 2000, calibration="zcdp")[0]
+    )
+    return (
+        "**Calibration.** Every PrivatePrediction row (both mechanisms) and "
+        "every KnowledgeTransfer teacher is built with `calibration='auto'`, "
+        f"which chose {' / '.join(f'`{c}`' for c in used)} on every row here "
+        "(the name in brackets after the mechanism is the fitted model's "
+        "`calibration_`). `rdp` reads the total zCDP budget as the RDP curve "
+        "alpha * rho and converts it with dp_accounting: at epsilon = 1, "
+        f"delta = {DELTA:g}, m = 2000 its eps_q is {ratio - 1:.0%} larger "
+        "than the zCDP conversion's (GNMax: its sigma that much smaller), "
+        "less at larger epsilon. Tables of runs before this change used "
+        "`zcdp`."
+    )
 
 
 def main(argv=None):
@@ -792,17 +917,23 @@ def main(argv=None):
         f"Grid: datasets {', '.join(config['datasets'])}; epsilon in "
         f"{{{', '.join(f'{e:g}' for e in config['epsilons'])}}}; delta = {DELTA:g}; "
         "for each estimator and mechanism the planner's k "
-        "(`n_estimators='auto'`: Theorem 1 for PrivatePrediction, the sparse "
-        "vector planner capped by the data otherwise) and T = 100 (confident "
-        "GNMax: `max_answers` = m, its default)"
+        "(`n_estimators='auto'`: Theorem 1 for PrivatePrediction's "
+        "exponential mechanism, whose k its GNMax rows share so that both "
+        "mechanisms answer from the same teachers; the sparse vector planner "
+        "capped by the data otherwise) and T = 100 (confident GNMax: "
+        "`max_answers` = m, its default)"
         + (
             "; sweep at epsilon in {"
             + ", ".join(f"{e:g}" for e in config["sweep_epsilons"])
             + "}: T = 10 and k / 4 for the sparse vector, `max_answers` = m/10 "
-            "for confident GNMax, k / 4 for PrivatePrediction."
+            "for confident GNMax, k / 4 for PrivatePrediction (both "
+            "mechanisms), and PrivatePrediction GNMax at its own "
+            "`n_estimators='auto'` (every teacher the data supports)."
             if config["sweep"]
             else "; no sweep (quick mode)."
         ),
+        "",
+        calibration_note(rows),
     ]
     result = {
         "command": command,
