@@ -775,9 +775,10 @@ def write(result, out_dir):
         lines += [
             "",
             f"**Reduced grid.** This full run took {result['seconds'] / 60:.0f} "
-            "min on a shared 2-CPU machine (fitting thousands of teachers per "
-            "planner k dominates). To stay near the 25 minutes aimed for, the "
-            "sweep runs at two epsilons only (1 and 8) and varies one knob at a "
+            "min on a 2-CPU machine (fitting thousands of teachers per planner "
+            "k dominates; a run under heavy load took 41 min). To stay near the "
+            "25 minutes aimed for on a shared machine, the sweep runs at two "
+            "epsilons only (1 and 8) and varies one knob at a "
             "time (T = 10 at the planner's k, or k / 4 at T = 100; no T = 10 at "
             "k / 4), confident GNMax's sweep is `max_answers` = m/10 only, and "
             "mnist5k, digits and breast cancer use every held-out row they have "
