@@ -49,6 +49,13 @@ def _classification():
     return X[:2600], y[:2600], X[2600:]
 
 
+def _easy():
+    X, y = make_classification(
+        n_samples=3000, n_features=6, n_informative=4, class_sep=3.0, random_state=3
+    )
+    return X[:2600], y[:2600], X[2600:]
+
+
 def _multiclass():
     X, y = make_classification(
         n_samples=2400,
@@ -78,8 +85,8 @@ def _predict_all(model, X_query, *, return_abstained=False):
     return {"answers": out}
 
 
-def _sa(**params):
-    X, y, Xq = _classification()
+def _sa(data=_classification, **params):
+    X, y, Xq = data()
     model = SubsampleAggregateClassifier(
         classes=[0, 1], random_state=0, noise_random_state=NOISE_SEED, **params
     ).fit(X, y)
@@ -270,8 +277,9 @@ CASES = {
         min_samples_per_shard=1,
     ),
     "sa_sparse_vector_paper_on_exhausted": lambda: _sa(
+        _easy,
         n_estimators=200,
-        epsilon=40.0,
+        epsilon=25.0,
         max_unstable=5,
         calibration="paper",
         fallback="abstain",
