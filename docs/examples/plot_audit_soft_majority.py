@@ -12,10 +12,12 @@ private; it can prove it *not* private at the claimed epsilon.
 This example audits the exponential mechanism on teacher votes, the
 ``noisy_max`` fallback of :class:`~dpsklearn.SubsampleAggregateClassifier`:
 label ``b`` is drawn with probability proportional to
-``exp(epsilon * count_b / 2)``. Seed 000's text prints the soft majority as
-``exp(epsilon * count_b)``, without the 1/2; under replace-one a record moves
-one vote *out of* one class and *into* another, so that version leaks up to
-``2 epsilon``. The audit tells the two apart.
+``exp(epsilon * count_b / 2)``. The text of V. Rana's 2019 survey of Dwork
+and Feldman (2018), *Privacy-preserving prediction*, describes the soft
+majority as ``exp(epsilon * count_b)``, without the 1/2; under replace-one a
+record moves one vote *out of* one class and *into* another, so that version
+leaks up to ``2 epsilon`` (see :ref:`corrections-soft-majority`). The audit
+tells the two apart.
 """
 
 # %%
@@ -59,7 +61,7 @@ def exact(epsilon, factor=1):
 # evaluated on fresh runs, so choosing it does not bias the bound.
 
 claimed = [0.25, 0.5, 1.0, 2.0]
-results = {"correct: exp(eps c / 2)": [], "seed 000's text: exp(eps c)": []}
+results = {"correct: exp(eps c / 2)": [], "survey's text: exp(eps c)": []}
 rng = np.random.default_rng(0)
 for epsilon in claimed:
     for (name, rows), factor in zip(results.items(), (1, 2), strict=True):
