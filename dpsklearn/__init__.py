@@ -2,10 +2,28 @@
 
 Every estimator here answers queries about private training data under a
 fixed (epsilon, delta) budget with respect to replacing one training record;
-see the README's privacy contract.
+see the README's privacy contract. The package is laid out by role:
+
+* :mod:`dpsklearn.noise` -- every noise draw;
+* :mod:`dpsklearn.accounting` -- typed privacy events, composition, the
+  accountant and the ledger;
+* :mod:`dpsklearn.mechanisms` -- each mechanism: its calibration, its events,
+  its engine;
+* :mod:`dpsklearn.serving` -- the one serving loop and its state;
+* :mod:`dpsklearn.ensemble`, :mod:`dpsklearn.kernel_ridge`,
+  :mod:`dpsklearn.erm`, :mod:`dpsklearn.queries` -- the estimators;
+* :mod:`dpsklearn.planning`, :mod:`dpsklearn.audit`,
+  :mod:`dpsklearn.datasets` -- tools around them.
 """
 
-from .accounting import PrivacyAccountant, PrivacyEvent
+from .accounting import LedgerError, PrivacyAccountant, PrivacyEvent, PrivacyLedger
+from .ensemble import (
+    KnowledgeTransferClassifier,
+    PrivatePredictionClassifier,
+    PrivatePredictionRegressor,
+    SoftLabelPrivateRegressor,
+    SubsampleAggregateClassifier,
+)
 from .erm import (
     DecisionStumps,
     ExponentialMechanismERM,
@@ -13,18 +31,16 @@ from .erm import (
     Thresholds,
 )
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
-from .kernel_ridge import PrivateKernelRidge, kernel_ridge_schedule
-from .knowledge_transfer import KnowledgeTransferClassifier
-from .ledger import LedgerError, PrivacyLedger
-from .private_prediction import PrivatePredictionClassifier, PrivatePredictionRegressor
-from .soft_label import SoftLabelPrivateRegressor
-from .statistical_queries import PrivateStatisticalQueries
-from .subsample_aggregate import SubsampleAggregateClassifier
+from .kernel_ridge import PrivateKernelRidge
+from .planning import kernel_ridge_schedule
+from .queries import PrivateStatisticalQueries
+from .serving import BudgetStatus
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "BudgetExhaustedError",
+    "BudgetStatus",
     "DecisionStumps",
     "ExponentialMechanismERM",
     "ExponentialMechanismERMRegressor",

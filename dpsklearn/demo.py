@@ -23,11 +23,13 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .baselines import base_rate, teacher_majority_vote
 from .datasets import load_adult
+from .ensemble import (
+    KnowledgeTransferClassifier,
+    PrivatePredictionClassifier,
+    SoftLabelPrivateRegressor,
+    SubsampleAggregateClassifier,
+)
 from .exceptions import PrivacyLeakWarning
-from .knowledge_transfer import KnowledgeTransferClassifier
-from .private_prediction import PrivatePredictionClassifier
-from .soft_label import SoftLabelPrivateRegressor
-from .subsample_aggregate import SubsampleAggregateClassifier
 
 __all__ = ["adult_encoder", "main", "run_demo"]
 

@@ -1,4 +1,4 @@
-"""Errors and warnings raised by dpsklearn (SPEC section 6)."""
+"""Errors and warnings raised by dpsklearn."""
 
 from __future__ import annotations
 

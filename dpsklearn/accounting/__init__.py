@@ -1,0 +1,74 @@
+"""Privacy accounting: typed events, composition, budgets kept in memory or on disk.
+
+* :mod:`._events` -- what a release costs, as typed events
+  (:class:`PureEvent`, :class:`BoundedRangeEvent`,
+  :class:`DiscreteLaplaceEvent`, :class:`LaplaceEvent`, :class:`GaussianEvent`,
+  :class:`ApproximateEvent`).
+* :mod:`._composition` -- closed forms: advanced (DRV), optimal (KOV) and
+  zero-concentrated composition and their conversions.
+* :mod:`._composer` -- a list of events composed under basic, advanced,
+  zCDP, RDP or PLD composition (the last two through Google's
+  ``dp_accounting``), and the one rule for budgets shared between fits.
+* :mod:`._split` -- one budget over ``m`` identical releases.
+* :mod:`._base`, :mod:`._accountant`, :mod:`._ledger` -- the accountant
+  interface and its two implementations, in memory and in a SQLite file.
+
+The mathematics is in ``docs/design.rst``, "Composition" and "Shared
+accountants and privacy filters".
+"""
+
+from ._accountant import PrivacyAccountant
+from ._base import BaseAccountant
+from ._composer import COMPOSITIONS, FILTER_VALID
+from ._composition import (
+    drv_epsilon,
+    kov_delta,
+    kov_epsilon,
+    kov_max_epsilon0,
+    rdp_epsilon_of_rho,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from ._events import (
+    ApproximateEvent,
+    BoundedRangeEvent,
+    DiscreteLaplaceEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    PureEvent,
+)
+from ._ledger import LedgerError, PrivacyLedger
+from ._split import (
+    PER_RELEASE_CALIBRATIONS,
+    compose_epsilon,
+    max_events,
+    per_release_epsilon,
+)
+
+__all__ = [
+    "COMPOSITIONS",
+    "FILTER_VALID",
+    "PER_RELEASE_CALIBRATIONS",
+    "ApproximateEvent",
+    "BaseAccountant",
+    "BoundedRangeEvent",
+    "DiscreteLaplaceEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "LedgerError",
+    "PrivacyAccountant",
+    "PrivacyEvent",
+    "PrivacyLedger",
+    "PureEvent",
+    "compose_epsilon",
+    "drv_epsilon",
+    "kov_delta",
+    "kov_epsilon",
+    "kov_max_epsilon0",
+    "max_events",
+    "per_release_epsilon",
+    "rdp_epsilon_of_rho",
+    "zcdp_epsilon",
+    "zcdp_rho",
+]

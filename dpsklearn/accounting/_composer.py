@@ -1,0 +1,286 @@
+"""Composing a list of events under one composition, and the rule for shared budgets.
+
+:class:`Composer` holds the composed state of recorded events: counts per
+distinct release for basic composition and for the tight compositions
+(zCDP, and RDP or PLD through ``dp_accounting``, extended incrementally). It
+is copied before a candidate spend is added, so a refused spend leaves the
+accountant untouched. Every figure it reports is ``min(basic, chosen)``: a
+tight method never reports more than the plain sum, and with ``delta = 0``
+only basic composition certifies anything.
+
+The same composer serves an estimator's own accountant and a budget shared
+between fits (a user's :class:`~dpsklearn.PrivacyAccountant` or a
+:class:`~dpsklearn.PrivacyLedger`). Across adaptively chosen fits only
+privacy filters are valid (``docs/design.rst``, "Shared accountants and
+privacy filters"), so a *shared* composer applies one rule, for the
+accountant and the ledger alike:
+
+* only ``"basic"`` (Rogers, Roth, Ullman and Vadhan 2016) and ``"zcdp"``
+  (the zCDP filter of Feldman and Zrnic 2021, with ``min(basic, zcdp)``
+  valid for pure events) are accepted; ``"advanced"``, ``"pld"`` and
+  ``"rdp"`` (whose best order is chosen after the fact) are refused;
+* under ``"zcdp"``, once an approximate ``(epsilon, delta)`` event is
+  recorded the whole total falls back to basic composition, because the
+  ``rho`` budget left beside such events would depend on adaptively chosen
+  events.
+
+Within one fit, where every event is known in advance, any composition
+applies.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+from ._composition import zcdp_epsilon
+from ._events import ApproximateEvent, dp_accounting
+
+__all__ = ["COMPOSITIONS", "FILTER_VALID", "Composer", "check_composition"]
+
+#: The compositions an accountant understands.
+COMPOSITIONS = ("basic", "advanced", "zcdp", "rdp", "pld")
+#: The ones that are privacy filters: all a shared budget accepts.
+FILTER_VALID = ("basic", "zcdp")
+
+# Slack for floating-point sums: a budget spent in several equal parts must
+# not be refused because 0.1 + 0.2 > 0.3 in binary.
+_TOLERANCE = 1e-12
+# PLD discretisation (dp_accounting's default); pessimistic rounding keeps the
+# figures upper bounds.
+_PLD_DISCRETIZATION = 1e-4
+
+
+def check_composition(composition, *, shared=False):
+    """The composition name, or a ValueError naming ``composition``."""
+    if composition not in COMPOSITIONS:
+        raise ValueError(
+            f"composition must be one of {list(COMPOSITIONS)}, got {composition!r}."
+        )
+    if shared and composition not in FILTER_VALID:
+        raise ValueError(
+            f"composition={composition!r} is not valid for a budget shared between "
+            "fits: across fits the events are chosen adaptively, and only privacy "
+            "filters hold then (docs/design.rst, 'Shared accountants and privacy "
+            f"filters'). Use {' or '.join(repr(c) for c in FILTER_VALID)} for a "
+            "shared accountant or ledger; a model's own accountant "
+            "(accountant=None) may use any composition."
+        )
+    return composition
+
+
+def epsilon_fits(value, budget):
+    return value <= budget * (1 + _TOLERANCE) + _TOLERANCE
+
+
+def delta_fits(value, budget):
+    return value <= budget * (1 + _TOLERANCE) + 1e-300
+
+
+def _new_dp_accountant(composition):
+    dpa = dp_accounting()
+    if composition == "rdp":
+        # Replace-one sensitivities are fed to its formulas.
+        return dpa.rdp.RdpAccountant(
+            neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
+        )
+    # ADD_OR_REMOVE_ONE with replace-one sensitivities is the shift-by-
+    # sensitivity pair: exactly two replace-one neighbours' outputs. Under
+    # REPLACE_ONE, dp_accounting 0.6 refuses Laplace events and doubles
+    # Gaussian sensitivities (docs/design.rst, "Composition").
+    return dpa.pld.PLDAccountant(
+        neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        value_discretization_interval=_PLD_DISCRETIZATION,
+    )
+
+
+class Composer:
+    """The composed state of recorded events under one composition.
+
+    Parameters
+    ----------
+    composition : {"basic", "advanced", "zcdp", "rdp", "pld"}
+    shared : bool, default=False
+        A budget shared between adaptively chosen fits: the filter rule of
+        the module docstring applies.
+    """
+
+    def __init__(self, composition, *, shared=False):
+        self.composition = check_composition(composition, shared=shared)
+        self.shared = bool(shared)
+        self.basic_counts = {}  # (epsilon, delta) -> count
+        self.release_counts = {}  # one release (an event with count 1) -> count
+        self._dpa = None
+        self._dpa_shared = False
+        self._pending = []  # (release, count) not yet composed in _dpa
+        self._memo = {}
+
+    def copy(self):
+        new = object.__new__(Composer)
+        new.composition = self.composition
+        new.shared = self.shared
+        new.basic_counts = dict(self.basic_counts)
+        new.release_counts = dict(self.release_counts)
+        new._dpa = self._dpa
+        new._pending = list(self._pending)
+        new._memo = {}
+        # Copy on write: the dp_accounting object is shared until one side
+        # extends it.
+        self._dpa_shared = new._dpa_shared = self._dpa is not None
+        return new
+
+    def add(self, events):
+        for event in events:
+            if event.count == 0:
+                continue
+            key = (event.epsilon, event.delta)
+            self.basic_counts[key] = self.basic_counts.get(key, 0) + event.count
+            release = event.unit()
+            self.release_counts[release] = (
+                self.release_counts.get(release, 0) + event.count
+            )
+            if self.composition in ("rdp", "pld") and not isinstance(
+                release, ApproximateEvent
+            ):
+                self._pending.append((release, event.count))
+        self._memo = {}
+        return self
+
+    def check_usable(self, events):
+        """Basic and advanced composition need each release's own epsilon."""
+        if self.in_use() in ("basic", "advanced"):
+            for event in events:
+                if math.isinf(event.epsilon) and event.count:
+                    raise ValueError(
+                        f"{self.in_use()} composition needs each release's own "
+                        "(epsilon, delta); give them for the Gaussian release "
+                        "(GaussianEvent(sigma, epsilon=..., delta=...))."
+                    )
+
+    # -- the rule ------------------------------------------------------------
+    def has_approximate(self):
+        return any(isinstance(r, ApproximateEvent) for r in self.release_counts)
+
+    def in_use(self):
+        """The composition the figures are computed under (the filter rule)."""
+        if self.shared and self.composition == "zcdp" and self.has_approximate():
+            return "basic"
+        return self.composition
+
+    def describe(self):
+        """The composition in use, said for reports and errors."""
+        if self.in_use() != self.composition:
+            return "basic (zcdp with approximate events)"
+        return self.composition
+
+    # -- figures -------------------------------------------------------------
+    def basic(self):
+        """``(sum of epsilons, sum of deltas)``."""
+        items = self.basic_counts.items()
+        if any(math.isinf(eps) for (eps, _), _ in items):
+            epsilon = math.inf
+        else:
+            epsilon = math.fsum(eps * c for (eps, _), c in items)
+        return epsilon, math.fsum(d * c for (_, d), c in items)
+
+    def basic_epsilon_at(self, delta):
+        epsilon, spent_delta = self.basic()
+        return epsilon if delta_fits(spent_delta, delta) else math.inf
+
+    def _approximate(self):
+        pairs = [
+            (r.epsilon * c, r.delta * c)
+            for r, c in self.release_counts.items()
+            if isinstance(r, ApproximateEvent)
+        ]
+        return math.fsum(p[0] for p in pairs), math.fsum(p[1] for p in pairs)
+
+    def _dp_accountant(self):
+        if self._pending:
+            if self._dpa is None:
+                self._dpa = _new_dp_accountant(self.composition)
+            elif self._dpa_shared:
+                self._dpa = copy.deepcopy(self._dpa)
+            self._dpa_shared = False
+            for release, count in self._pending:
+                event = (
+                    release.rdp_event()
+                    if self.composition == "rdp"
+                    else release.pld_event()
+                )
+                self._dpa.compose(event, count)
+            self._pending = []
+        return self._dpa
+
+    def tight_epsilon_at(self, delta, composition=None):
+        """Epsilon at ``delta`` under ``composition`` alone (no min with basic).
+
+        Tight compositions carry approximate events beside the rest: the
+        others are converted at ``delta - sum(delta_approx)`` and
+        ``sum(eps_approx)`` is added.
+        """
+        composition = composition or self.in_use()
+        if composition == "basic":
+            return self.basic_epsilon_at(delta)
+        if composition == "advanced":
+            return self._advanced_epsilon_at(delta)
+        approx_eps, approx_delta = self._approximate()
+        conversion_delta = delta - approx_delta
+        tight = [r for r in self.release_counts if not isinstance(r, ApproximateEvent)]
+        if not tight:
+            return approx_eps if delta_fits(approx_delta, delta) else math.inf
+        if not conversion_delta > 0:
+            return math.inf
+        if composition == "zcdp":
+            rho = math.fsum(r.unit_rho() * self.release_counts[r] for r in tight)
+            return zcdp_epsilon(rho, conversion_delta) + approx_eps
+        if composition != self.composition:
+            raise ValueError("rdp / pld figures need a composer built for them.")
+        epsilon = float(self._dp_accountant().get_epsilon(conversion_delta))
+        return epsilon + approx_eps
+
+    def _advanced_epsilon_at(self, delta):
+        # Dwork, Rothblum and Vadhan 2010, Theorem III.3, heterogeneous form
+        # (Azuma with ranges eps_i): delta' = delta - sum(delta_i) is the slack.
+        items = [(eps, d, c) for (eps, d), c in self.basic_counts.items()]
+        if any(math.isinf(eps) for eps, _, _ in items):
+            return math.inf
+        slack = delta - math.fsum(d * c for _, d, c in items)
+        if not items:
+            return 0.0
+        if not slack > 0:
+            return math.inf
+        sum_sq = math.fsum(c * eps * eps for eps, _, c in items)
+        drift = math.fsum(c * eps * math.expm1(eps) for eps, _, c in items)
+        return math.sqrt(2.0 * math.log(1.0 / slack) * sum_sq) + drift
+
+    def epsilon_at(self, delta):
+        """``min(basic, composition in use)`` epsilon at ``delta`` (memoised)."""
+        if delta not in self._memo:
+            basic = self.basic_epsilon_at(delta)
+            if self.in_use() == "basic":
+                value = basic
+            else:
+                value = min(basic, self.tight_epsilon_at(delta))
+            self._memo[delta] = value
+        return self._memo[delta]
+
+    def fits(self, epsilon, delta):
+        basic_epsilon, basic_delta = self.basic()
+        # Fast path: min(basic, chosen) <= basic.
+        if delta_fits(basic_delta, delta) and epsilon_fits(basic_epsilon, epsilon):
+            return True
+        if self.in_use() == "basic":
+            return False
+        return epsilon_fits(self.epsilon_at(delta), epsilon)
+
+    def spent(self, delta_budget):
+        """The ``(epsilon, delta)`` certificate reported as spent."""
+        basic_epsilon, basic_delta = self.basic()
+        if self.in_use() == "basic" or not self.release_counts:
+            return basic_epsilon, basic_delta
+        tight = self.epsilon_at(delta_budget)
+        if delta_fits(basic_delta, delta_budget) and basic_epsilon <= tight:
+            return basic_epsilon, basic_delta
+        # A tight conversion states its epsilon at the budget's delta.
+        return tight, delta_budget

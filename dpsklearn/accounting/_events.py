@@ -1,0 +1,530 @@
+"""Privacy events: typed, public descriptions of what a mechanism releases.
+
+An event describes one release (or ``count`` identical ones) by the noise it
+adds, never by the data. Each type knows how it composes: its pure epsilon
+(for basic composition), its zero-concentrated DP cost ``rho`` and the
+``dp_accounting`` events that model it for Renyi DP and privacy loss
+distributions. The composer asks the event; it never dispatches on a name.
+The mapping, with its reasons, is in ``docs/design.rst``, "Composition":
+
+=====================  ================  =====================  ======================
+event                  zCDP rho          RDP (dp_accounting)    PLD (dp_accounting)
+=====================  ================  =====================  ======================
+PureEvent              eps^2/2           RandomizedResponse     DiscreteLaplace(eps, 1)
+BoundedRangeEvent      eps^2/8           ZCDp(eps^2/8)          DiscreteLaplace(eps, 1)
+DiscreteLaplaceEvent   (s/t)^2/2         RandomizedResponse     DiscreteLaplace(1/t, s)
+LaplaceEvent           (s/b)^2/2         Laplace(b/s)           Laplace(b/s)
+GaussianEvent          s^2/(2 sigma^2)   Gaussian(sigma/s)      Gaussian(sigma/s)
+ApproximateEvent       none: carried beside every tight composition
+=====================  ================  =====================  ======================
+
+A :class:`PureEvent` is accounted as a *worst-case* ``eps``-DP release:
+binary randomized response with ``P(keep) = e^eps / (1 + e^eps)`` dominates
+every ``eps``-DP mechanism (Kairouz, Oh and Viswanath 2015) and is exactly
+discrete Laplace noise at sensitivity one unit, which is what dpsklearn's
+grid releases add. The continuous-Laplace curves of :class:`LaplaceEvent`
+are slightly tighter and would under-count a discrete release, so they are
+only for real-valued Laplace noise. The exponential mechanism is
+``eps``-bounded-range, hence ``eps^2/8``-zCDP (Cesar and Rogers 2021); it has
+no ``DpEvent`` of its own, so its PLD is the worst-case ``eps``-DP pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import ClassVar
+
+__all__ = [
+    "ApproximateEvent",
+    "BoundedRangeEvent",
+    "DiscreteLaplaceEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PrivacyEvent",
+    "PureEvent",
+]
+
+
+@functools.cache
+def dp_accounting():
+    """Google's ``dp_accounting``, imported on first use (about two seconds)."""
+    import dp_accounting as dpa
+
+    return dpa
+
+
+def _non_negative(value, name):
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}.")
+    return value
+
+
+def _positive_finite(value, name):
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+    return value
+
+
+def _probability(value, name):
+    value = _non_negative(value, name)
+    if value >= 1:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}.")
+    return value
+
+
+def randomized_response(epsilon):
+    """Binary randomized response that is exactly ``epsilon``-DP.
+
+    It keeps its input with probability ``e^eps / (1 + e^eps)``: in
+    ``dp_accounting``'s parametrisation, noise parameter ``2 / (1 + e^eps)``.
+    """
+    p = 2.0 / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
+    return dp_accounting().RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
+
+
+@dataclass(frozen=True)
+class PrivacyEvent:
+    """One release, or ``count`` identical ones: public figures only.
+
+    The base of the typed events; use a subclass (:class:`PureEvent`,
+    :class:`BoundedRangeEvent`, :class:`DiscreteLaplaceEvent`,
+    :class:`LaplaceEvent`, :class:`GaussianEvent`,
+    :class:`ApproximateEvent`) or one of the constructors below.
+
+    Parameters
+    ----------
+    count : int, default=1
+        How many identical releases the event stands for.
+    label : str, optional
+        Who spent it (an estimator's name), shown in reports.
+    time : float
+        When it was recorded (seconds since the epoch).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import PrivacyEvent
+    >>> round(PrivacyEvent.exponential(0.05, count=10).rho, 12)
+    0.003125
+    >>> PrivacyEvent.discrete_laplace(scale=20, sensitivity=2).epsilon
+    0.1
+    """
+
+    #: The stable name of the event type (stored in ledgers, shown in reports).
+    kind: ClassVar[str] = "event"
+
+    count: int = field(default=1, kw_only=True, compare=False)
+    label: str | None = field(default=None, kw_only=True, compare=False)
+    time: float = field(default_factory=time.time, kw_only=True, compare=False)
+
+    def __post_init__(self):
+        if isinstance(self.count, bool) or not isinstance(self.count, Integral):
+            raise TypeError(f"count must be an integer, got {self.count!r}.")
+        if self.count < 0:
+            raise ValueError(f"count must be >= 0, got {self.count!r}.")
+        object.__setattr__(self, "count", int(self.count))
+
+    # -- what every event answers ---------------------------------------------
+    # Every subclass has ``epsilon`` (the release's own epsilon, for basic
+    # composition; ``inf`` when none is stated) and ``delta`` (its own delta).
+
+    def unit_rho(self):
+        """zCDP ``rho`` of one release, or None when the event has none."""
+        raise NotImplementedError
+
+    @property
+    def rho(self):
+        """zCDP ``rho`` of all ``count`` releases (None for an approximate event)."""
+        unit = self.unit_rho()
+        return None if unit is None else unit * self.count
+
+    def rdp_event(self):
+        """The ``dp_accounting`` event of one release for Renyi DP."""
+        raise NotImplementedError
+
+    def pld_event(self):
+        """The ``dp_accounting`` event of one release for its PLD accountant."""
+        raise NotImplementedError
+
+    def describe(self):
+        """A short public description of the mechanism (no data, no noise draws)."""
+        raise NotImplementedError
+
+    @property
+    def mechanism(self):
+        """The model the event is accounted as (its :attr:`kind`)."""
+        return self.kind
+
+    # -- helpers -------------------------------------------------------------
+    def with_count(self, count):
+        """The same release, ``count`` times."""
+        return dataclasses.replace(self, count=count, label=self.label, time=self.time)
+
+    def unit(self):
+        """One release of this mechanism, without label or time (a composition key)."""
+        return dataclasses.replace(self, count=1, label=None, time=0.0)
+
+    def record(self):
+        """The columns a ledger stores for this event."""
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "count": self.count,
+            "label": self.label,
+            "time": self.time,
+            "sigma": getattr(self, "sigma", None),
+            "sensitivity": getattr(self, "sensitivity", None),
+            "scale": getattr(self, "scale", None),
+        }
+
+    @classmethod
+    def from_record(
+        cls,
+        kind,
+        epsilon,
+        delta,
+        count,
+        label,
+        time,
+        sigma=None,
+        sensitivity=None,
+        scale=None,
+    ):
+        """Rebuild an event from the columns :meth:`record` gives.
+
+        ``kind`` is a type name; the names an earlier dpsklearn stored
+        (``"laplace"``, ``"exponential"``, ``"sparse_vector"``, ...) are read
+        as the model they were accounted as then.
+        """
+        common = {"count": count, "label": label, "time": time}
+        kind = _LEGACY_KINDS.get(kind, kind)
+        if kind == "gaussian":
+            return GaussianEvent(
+                sigma,
+                1.0 if sensitivity is None else sensitivity,
+                epsilon=None if math.isinf(epsilon) else epsilon,
+                delta=delta,
+                **common,
+            )
+        if kind == "discrete_laplace" and scale is not None:
+            return DiscreteLaplaceEvent(scale, int(sensitivity or 1), **common)
+        if kind == "continuous_laplace" and scale is not None:
+            return LaplaceEvent(scale, sensitivity or 1.0, **common)
+        if delta > 0:
+            return ApproximateEvent(epsilon, delta, **common)
+        if kind == "bounded_range":
+            return BoundedRangeEvent(epsilon, **common)
+        return PureEvent(epsilon, **common)
+
+    # -- constructors ----------------------------------------------------------
+    @staticmethod
+    def laplace(epsilon=None, *, scale=None, sensitivity=None, count=1, label=None):
+        """A Laplace-type pure ``epsilon``-DP release (worst-case accounting)."""
+        if scale is not None:
+            derived = _positive_finite(
+                1.0 if sensitivity is None else sensitivity, "sensitivity"
+            ) / _positive_finite(scale, "scale")
+            if epsilon is not None and not math.isclose(
+                float(epsilon), derived, rel_tol=1e-9, abs_tol=1e-15
+            ):
+                raise ValueError(
+                    f"epsilon={epsilon!r} does not match sensitivity/scale={derived!r}."
+                )
+            epsilon = derived
+        if epsilon is None:
+            raise ValueError("give epsilon or scale.")
+        return PureEvent(epsilon, count=count, label=label)
+
+    @staticmethod
+    def discrete_laplace(scale, sensitivity=1, *, count=1, label=None):
+        """Discrete Laplace ``DLap(scale)`` noise, integer ``sensitivity``."""
+        return DiscreteLaplaceEvent(scale, sensitivity, count=count, label=label)
+
+    @staticmethod
+    def continuous_laplace(scale, sensitivity=1.0, *, count=1, label=None):
+        """Real-valued Laplace(``scale``) noise (not dpsklearn's grid Laplace)."""
+        return LaplaceEvent(scale, sensitivity, count=count, label=label)
+
+    @staticmethod
+    def exponential(epsilon, *, count=1, label=None):
+        """An exponential-mechanism (``epsilon``-bounded-range) release."""
+        return BoundedRangeEvent(epsilon, count=count, label=label)
+
+    @staticmethod
+    def gaussian(
+        sigma, sensitivity=1.0, *, epsilon=None, delta=0.0, count=1, label=None
+    ):
+        """Gaussian noise of standard deviation ``sigma``, L2 ``sensitivity``."""
+        return GaussianEvent(
+            sigma, sensitivity, epsilon=epsilon, delta=delta, count=count, label=label
+        )
+
+    @staticmethod
+    def approximate(epsilon, delta, *, count=1, label=None):
+        """An ``(epsilon, delta)``-DP release accounted as a whole."""
+        return ApproximateEvent(epsilon, delta, count=count, label=label)
+
+
+@dataclass(frozen=True)
+class PureEvent(PrivacyEvent):
+    """A pure ``epsilon``-DP release, accounted as the worst case of its epsilon.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    """
+
+    kind: ClassVar[str] = "pure"
+    epsilon: float
+
+    @property
+    def delta(self):
+        """0: a pure release."""
+        return 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", _non_negative(self.epsilon, "epsilon"))
+        if math.isinf(self.epsilon):
+            raise ValueError("epsilon must be finite.")
+
+    def unit_rho(self):
+        return self.epsilon**2 / 2.0  # Bun and Steinke 2016, Proposition 1.4
+
+    def rdp_event(self):
+        return randomized_response(self.epsilon)
+
+    def pld_event(self):
+        # The worst-case eps-DP pair is discrete Laplace at sensitivity 1.
+        return dp_accounting().dp_event.DiscreteLaplaceDpEvent(
+            noise_parameter=self.epsilon, sensitivity=1
+        )
+
+    def describe(self):
+        return "pure eps-DP"
+
+
+@dataclass(frozen=True)
+class BoundedRangeEvent(PureEvent):
+    """An exponential-mechanism release: ``epsilon``-DP and ``epsilon``-bounded range.
+
+    Bounded range makes it ``epsilon^2/8``-zCDP (Cesar and Rogers 2021), four
+    times cheaper in ``rho`` than a generic ``epsilon``-DP release.
+    """
+
+    kind: ClassVar[str] = "bounded_range"
+
+    def unit_rho(self):
+        return self.epsilon**2 / 8.0
+
+    def rdp_event(self):
+        # RDP alpha * eps^2 / 8 at every order, through its zCDP bound.
+        return dp_accounting().ZCDpEvent(rho=self.unit_rho())
+
+    def describe(self):
+        return "bounded range"
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceEvent(PrivacyEvent):
+    """Discrete Laplace noise ``DLap(scale)`` on an integer of integer ``sensitivity``.
+
+    Its epsilon is ``sensitivity / scale``.
+    """
+
+    kind: ClassVar[str] = "discrete_laplace"
+    scale: float
+    sensitivity: int = 1
+
+    @property
+    def delta(self):
+        """0: a pure release."""
+        return 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "scale", _positive_finite(self.scale, "scale"))
+        sensitivity = _positive_finite(self.sensitivity, "sensitivity")
+        if sensitivity != int(sensitivity):
+            raise ValueError(
+                "discrete Laplace sensitivity must be an integer (in grid units), "
+                f"got {self.sensitivity!r}."
+            )
+        object.__setattr__(self, "sensitivity", int(sensitivity))
+
+    @property
+    def epsilon(self):
+        return self.sensitivity / self.scale
+
+    def unit_rho(self):
+        return self.epsilon**2 / 2.0
+
+    def rdp_event(self):
+        # dp_accounting 0.6 has no discrete Laplace RDP; randomized response
+        # at eps = s/t is the worst case, and exact at s = 1.
+        return randomized_response(self.epsilon)
+
+    def pld_event(self):
+        return dp_accounting().dp_event.DiscreteLaplaceDpEvent(
+            noise_parameter=1.0 / self.scale, sensitivity=self.sensitivity
+        )
+
+    def describe(self):
+        return f"DLap t={self.scale:.4g} Delta={self.sensitivity}"
+
+
+@dataclass(frozen=True)
+class LaplaceEvent(PrivacyEvent):
+    """Real-valued Laplace(``scale``) noise at L1 ``sensitivity`` (not on a grid)."""
+
+    kind: ClassVar[str] = "continuous_laplace"
+    scale: float
+    sensitivity: float = 1.0
+
+    @property
+    def delta(self):
+        """0: a pure release."""
+        return 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "scale", _positive_finite(self.scale, "scale"))
+        object.__setattr__(
+            self, "sensitivity", _positive_finite(self.sensitivity, "sensitivity")
+        )
+
+    @property
+    def epsilon(self):
+        return self.sensitivity / self.scale
+
+    def unit_rho(self):
+        return self.epsilon**2 / 2.0
+
+    def rdp_event(self):
+        return dp_accounting().LaplaceDpEvent(
+            noise_multiplier=self.scale / self.sensitivity
+        )
+
+    pld_event = rdp_event
+
+    def describe(self):
+        return f"Laplace b/Delta={self.scale / self.sensitivity:.4g}"
+
+
+@dataclass(frozen=True)
+class GaussianEvent(PrivacyEvent):
+    """Gaussian noise of standard deviation ``sigma`` at L2 ``sensitivity``.
+
+    Discrete Gaussian noise has the continuous one's Renyi curve (Canonne,
+    Kamath and Steinke 2020), so both are described by this event.
+
+    Parameters
+    ----------
+    sigma : float
+    sensitivity : float, default=1.0
+    epsilon, delta : float, optional
+        A stated ``(epsilon, delta)`` guarantee, for basic composition; it is
+        checked against ``sigma`` with the analytic Gaussian conversion
+        (Balle and Wang 2018). Without one, basic composition cannot use the
+        event (``epsilon = inf``); tight compositions use ``sigma``.
+    """
+
+    kind: ClassVar[str] = "gaussian"
+    sigma: float
+    sensitivity: float = 1.0
+    epsilon: float | None = None
+    delta: float = 0.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        sigma = _positive_finite(self.sigma, "sigma")
+        sensitivity = _positive_finite(self.sensitivity, "sensitivity")
+        delta = _probability(self.delta, "delta")
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "delta", delta)
+        if self.epsilon is None or math.isinf(float(self.epsilon)):
+            object.__setattr__(self, "epsilon", math.inf)
+            return
+        epsilon = _non_negative(self.epsilon, "epsilon")
+        object.__setattr__(self, "epsilon", epsilon)
+        if delta <= 0:
+            raise ValueError(
+                "a Gaussian release is never pure: its stated delta must be > 0."
+            )
+        needed = dp_accounting().get_epsilon_gaussian(sigma / sensitivity, delta)
+        if epsilon < needed * (1 - 1e-9) - 1e-12:
+            raise ValueError(
+                f"a Gaussian with sigma/sensitivity={sigma / sensitivity:g} is not "
+                f"({epsilon:g}, {delta:g})-DP; it needs epsilon >= {needed:.6g}."
+            )
+
+    def unit_rho(self):
+        return self.sensitivity**2 / (2.0 * self.sigma**2)
+
+    def rdp_event(self):
+        return dp_accounting().GaussianDpEvent(
+            noise_multiplier=self.sigma / self.sensitivity
+        )
+
+    pld_event = rdp_event
+
+    def describe(self):
+        return f"gaussian sigma/Delta={self.sigma / self.sensitivity:.4g}"
+
+
+@dataclass(frozen=True)
+class ApproximateEvent(PrivacyEvent):
+    """An ``(epsilon, delta)``-DP release accounted as a whole.
+
+    For example a sparse vector instance, reserved at ``fit`` with its whole
+    guarantee. It has no finer description, so tight compositions carry it
+    beside the rest and add it by basic composition (``docs/design.rst``,
+    "Composition").
+    """
+
+    kind: ClassVar[str] = "approximate"
+    epsilon: float
+    delta: float
+
+    def __post_init__(self):
+        super().__post_init__()
+        epsilon = _non_negative(self.epsilon, "epsilon")
+        if math.isinf(epsilon):
+            raise ValueError("epsilon must be finite.")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", _probability(self.delta, "delta"))
+
+    def unit_rho(self):
+        return None
+
+    def rdp_event(self):
+        raise TypeError("an approximate event has no RDP curve; it is carried beside")
+
+    pld_event = rdp_event
+
+    def describe(self):
+        return "(eps, delta) whole"
+
+
+# Names an earlier version stored in ledgers, read as the model they meant.
+_LEGACY_KINDS = {
+    "laplace": "pure",
+    "generic": "pure",
+    "exponential": "bounded_range",
+    "exponential_mechanism": "bounded_range",
+    "gumbel_max": "bounded_range",
+    "geometric": "discrete_laplace",
+}

@@ -1,0 +1,447 @@
+"""A durable privacy budget shared by processes: the SQLite ledger.
+
+:class:`PrivacyLedger` is an accountant kept in a SQLite file (standard
+library :mod:`sqlite3`). Several objects, threads and processes may open the
+same file at once: every check-and-spend is one ``BEGIN IMMEDIATE``
+transaction (SQLite's write lock, waited for up to ``timeout`` seconds), so
+two spends never interleave and the composed total never exceeds the budget.
+
+Sharing. A ledger pickles *by path*: an unpickled copy reconnects to the
+same file (and, within one process, is the same object), so the clones that
+``GridSearchCV(n_jobs=2)`` sends to its workers all draw from one budget.
+``clone`` and ``copy.deepcopy`` return the ledger itself.
+
+Durability. A spend is committed (fsynced) before it returns. A model fitted
+with a ledger as its accountant keeps its serving state in a *model record*
+of the ledger; each ``predict`` loads it, answers, and stores the new state
+in one transaction that commits before the answers are returned, so a
+reloaded pickle, a second copy or a restarted process continues from the
+stored state and never gets budget back (``docs/design.rst``, "Serving
+state, copies and the ledger").
+
+The ledger file is as secret as the training data when it stores the noisy
+threshold (``store_noisy_threshold=True``, the default). With ``False`` the
+file holds only public figures, and a copy of a model that cannot take the
+threshold from memory redraws it and is charged one abstention. Reports,
+errors and ``repr`` never show the noisy threshold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import math
+import os
+import threading
+import weakref
+
+from ._base import BaseAccountant, utc
+from ._composer import check_composition
+from ._events import PrivacyEvent
+from ._ledger_store import LedgerError, LedgerFile
+
+__all__ = ["LedgerError", "PrivacyLedger"]
+
+_EVENT_COLUMNS = (
+    "id, spend_id, time, label, kind, epsilon, delta, count, sigma, sensitivity, scale"
+)
+
+# One live object per ledger file and process: unpickling a ledger in a
+# process that already has it open returns that object (one lock, one
+# connection), as clone() does.
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_LIVE_LOCK = threading.Lock()
+
+
+def _reopen_ledger(path, timeout):
+    """Unpickle a ledger: the live object of this process, or reconnect by path."""
+    key = os.path.realpath(path)
+    with _LIVE_LOCK:
+        ledger = _LIVE.get(key)
+    if ledger is not None:
+        return ledger
+    return PrivacyLedger._open(path, timeout=timeout, must_exist=True)
+
+
+def _check_budget(value, name, *, allow_zero):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a real number, got {value!r}.") from None
+    value = float(value)
+    upper = 1.0 if name == "delta" else math.inf
+    low_ok = value >= 0 if allow_zero else value > 0
+    if math.isnan(value) or not low_ok or value >= upper:
+        bound = "[0" if allow_zero else "(0"
+        raise ValueError(f"{name} must be in {bound}, {upper}), got {value!r}.")
+    return value
+
+
+class PrivacyLedger(BaseAccountant):
+    """A privacy budget in a SQLite file, shared by threads, processes and restarts.
+
+    The same interface as :class:`~dpsklearn.PrivacyAccountant` (both
+    implement :class:`~dpsklearn.accounting.BaseAccountant`), so it can be
+    the ``accountant`` of any estimator; every check-and-spend is one SQLite
+    transaction, atomic across threads and processes.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ledger file. Created, with the given budget, when it does not
+        exist; otherwise opened, and its stored budget is used.
+    epsilon : float, default=None
+        Total epsilon budget. Required to create a ledger; when opening one,
+        None reads the stored budget and a different value raises ValueError.
+    delta : float, default=None
+        Total delta budget (0 when creating with None); checked like
+        ``epsilon`` when opening.
+    composition : {"basic", "zcdp"}, default=None
+        How spends compose: ``"basic"`` when creating with None, the stored
+        one when opening (a different value raises ValueError). Only
+        filter-valid compositions are accepted (see Notes).
+    store_noisy_threshold : bool, default=None
+        Whether model records keep the sparse vector noisy threshold (True
+        when creating with None; stored in the file). True makes the file
+        as secret as the training data; False keeps it public, at the price
+        of one abstention whenever a copy of a model must redraw the
+        threshold.
+    timeout : float, default=30.0
+        Seconds to wait for another process's transaction (SQLite busy
+        timeout) before raising :class:`LedgerError`.
+
+    Attributes
+    ----------
+    path : str
+        Absolute path of the ledger file.
+    epsilon, delta : float
+        The stored budget.
+    composition : str
+    spent : tuple of float
+        The composed ``(epsilon, delta)`` spent (min of basic and the
+        composition; see :class:`~dpsklearn.PrivacyAccountant`).
+    remaining : tuple of float
+    events : list of PrivacyEvent
+
+    Raises
+    ------
+    LedgerError
+        When the path is a directory or cannot be written, or the file is
+        not a ledger or is corrupt (the message names the path).
+    ValueError
+        When a given budget or composition differs from the stored one.
+
+    Notes
+    -----
+    **The ledger file is as secret as the data** when it stores the noisy
+    threshold of the models that serve through it (the default): anyone who
+    can read it can subtract the threshold noise. Keep it with the model,
+    which is as secret as the data anyway.
+
+    Filter validity. A ledger sees events chosen adaptively, across fits
+    and processes, so it applies the rule of every shared budget
+    (``docs/design.rst``, "Shared accountants and privacy filters"), the
+    same code as a shared :class:`~dpsklearn.PrivacyAccountant`: only
+    ``"basic"`` and ``"zcdp"`` (the zCDP filter of Feldman and Zrnic 2021)
+    are accepted, and once the ledger holds an approximate ``(epsilon,
+    delta)`` event, ``"zcdp"`` reports and checks basic composition.
+
+    Sharing. ``pickle`` stores only the path: an unpickled ledger reconnects
+    to the same file (in the same process it is the same object), and one
+    whose file is gone raises :class:`LedgerError` rather than start a fresh
+    budget. ``clone`` and ``copy.deepcopy`` return the ledger itself. This
+    is how ``GridSearchCV(n_jobs=2)`` with the loky backend shares one budget.
+
+    Durability. A spend is committed before ``spend`` returns. A model
+    fitted with a ledger stores its serving state under a model record and
+    commits each ``predict``'s new state before returning the answers (see
+    the module docstring); the fit's own spend and the creation of its model
+    record are two transactions, so a crash between them loses budget,
+    never hands it back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dpsklearn import PrivacyLedger
+    >>> path = os.path.join(tempfile.mkdtemp(), "budget.sqlite")
+    >>> ledger = PrivacyLedger(path, epsilon=1.0, delta=1e-6)
+    >>> ledger.spend(0.4, label="first fit")
+    >>> PrivacyLedger(path).remaining  # another object, or another process
+    (0.6, 1e-06)
+    >>> ledger.can_spend(0.7)
+    False
+    """
+
+    def __init__(
+        self,
+        path,
+        epsilon=None,
+        delta=None,
+        composition=None,
+        *,
+        store_noisy_threshold=None,
+        timeout=30.0,
+    ):
+        self._setup(
+            path,
+            epsilon,
+            delta,
+            composition,
+            store_noisy_threshold,
+            timeout,
+            must_exist=False,
+        )
+
+    @classmethod
+    def _open(cls, path, *, timeout=30.0, must_exist=False):
+        ledger = cls.__new__(cls)
+        ledger._setup(path, None, None, None, None, timeout, must_exist=must_exist)
+        return ledger
+
+    def _setup(
+        self, path, epsilon, delta, composition, store_threshold, timeout, must_exist
+    ):
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise TypeError(
+                f"path must be a file path (str or os.PathLike), got {path!r}."
+            ) from None
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not path or path == ":memory:" or path.startswith("file:"):
+            raise ValueError(
+                f"path must name a file on disk, got {path!r}: an in-memory "
+                "ledger cannot be shared between processes or survive a restart."
+            )
+        epsilon = _check_budget(epsilon, "epsilon", allow_zero=False)
+        delta = _check_budget(delta, "delta", allow_zero=True)
+        if composition is not None:
+            check_composition(composition, shared=True)
+        if store_threshold is not None and not isinstance(store_threshold, bool):
+            raise TypeError(
+                f"store_noisy_threshold must be a bool, got {store_threshold!r}."
+            )
+        timeout = float(timeout)
+        if not (timeout >= 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}.")
+
+        path = os.path.abspath(path)
+        self._timeout = timeout
+        self._reset_cache()
+        self._file = LedgerFile(path, timeout, on_rollback=self._reset_cache)
+        if os.path.isdir(path):
+            raise LedgerError(
+                errno.EISDIR,
+                "cannot use this ledger path: it is a directory (give a file path)",
+                path,
+            )
+        exists = os.path.exists(path)
+        if must_exist and not exists:
+            raise self._file.gone()
+        if not exists and epsilon is None:
+            raise ValueError(
+                f"no ledger at {path!r} yet: give epsilon (and delta) to create one."
+            )
+        try:
+            meta = self._file.initialise(
+                epsilon, delta, composition, store_threshold, must_exist
+            )
+        except BaseException:
+            self._file.drop_connection()
+            raise
+        self.epsilon = meta["epsilon"]
+        self.delta = meta["delta"]
+        self.composition = meta["composition"]
+        self._file.store_noisy_threshold = meta["store_noisy_threshold"]
+        with _LIVE_LOCK:
+            _LIVE[os.path.realpath(path)] = self
+
+    def _reset_cache(self):
+        self._composer = None
+        self._events = []
+        self._spend_ids = []
+        self._last_id = 0
+
+    @property
+    def shared(self):
+        """Always True: a ledger is shared between fits and processes."""
+        return True
+
+    @property
+    def path(self):
+        """Absolute path of the ledger file."""
+        return self._file.path
+
+    @property
+    def store_noisy_threshold(self):
+        """Whether model records keep the noisy threshold (the file is then secret)."""
+        return self._file.store_noisy_threshold
+
+    def close(self):
+        """Close the connection (a later call reconnects to the same file)."""
+        self._file.close()
+
+    # -- storage (the BaseAccountant hooks) ----------------------------------
+    @contextlib.contextmanager
+    def _writing(self):
+        with self._file.transaction(sync=self._sync) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _reading(self):
+        with self._file.reading(self._sync):
+            yield
+
+    def _recorded(self):
+        return self._events
+
+    def _record(self, conn, events):
+        spend_id = self._file.execute(
+            conn, "SELECT COALESCE(MAX(spend_id), 0) + 1 FROM events"
+        ).fetchone()[0]
+        pid = os.getpid()
+        rows = []
+        for event in events:
+            r = event.record()
+            rows.append(
+                (
+                    spend_id,
+                    r["time"],
+                    r["label"],
+                    r["kind"],
+                    r["epsilon"],
+                    r["delta"],
+                    r["count"],
+                    r["sigma"],
+                    r["sensitivity"],
+                    r["scale"],
+                    pid,
+                )
+            )
+        try:
+            conn.executemany(
+                "INSERT INTO events (spend_id, time, label, kind, epsilon, delta, "
+                "count, sigma, sensitivity, scale, pid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        except Exception as exc:  # sqlite3.Error
+            raise self._file.error(exc, "cannot record the spend") from exc
+        self._sync(conn)
+
+    def _sync(self, conn):
+        """Bring the cached events and composer up to date with the file."""
+        if self._composer is None:
+            self._composer = self._new_composer()
+        rows = self._file.execute(
+            conn,
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE id > ? ORDER BY id",
+            (self._last_id,),
+        ).fetchall()
+        if not rows:
+            return
+        new = []
+        for row in rows:
+            try:
+                event = PrivacyEvent.from_record(
+                    kind=row[4],
+                    epsilon=row[5],
+                    delta=row[6],
+                    count=row[7],
+                    label=row[3],
+                    time=row[2],
+                    sigma=row[8],
+                    sensitivity=row[9],
+                    scale=row[10],
+                )
+            except (TypeError, ValueError) as exc:
+                self._reset_cache()
+                raise LedgerError(
+                    errno.EIO,
+                    f"the ledger holds a corrupt event (id {row[0]}: {exc})",
+                    self.path,
+                ) from None
+            new.append(event)
+            self._spend_ids.append(row[1])
+        self._composer.add(new)
+        self._events.extend(new)
+        self._last_id = rows[-1][0]
+
+    # -- figures -------------------------------------------------------------
+    @property
+    def n_spends(self):
+        """How many spends (``spend`` / ``spend_events`` calls: fits) are recorded."""
+        with self._reading():
+            return len(set(self._spend_ids))
+
+    def model_records(self):
+        """Public state of the model records: id, estimator, counters, times.
+
+        Returns
+        -------
+        records : list of dict
+            One per model fitted with this ledger, oldest first: ``model_id``,
+            ``label``, ``created``, ``updated``, ``n_served``,
+            ``abstention_count`` and ``n_queries`` (None when the model has
+            no sparse vector engine). The noisy threshold is never returned.
+        """
+        return self._file.model_records()
+
+    def summary(self):
+        """Machine-readable totals: a dict of public figures."""
+        summary = super().summary()
+        with self._reading():
+            summary["n_spends"] = len(set(self._spend_ids))
+        return {"path": self.path, **summary}
+
+    def _report_footer(self, summary):
+        lines = [f"{summary['n_spends']} spends"]
+        models = self.model_records()
+        if models:
+            lines.append(f"models serving through this ledger ({len(models)}):")
+            for m in models:
+                abstentions = (
+                    "-" if m["abstention_count"] is None else m["abstention_count"]
+                )
+                lines.append(
+                    f"  {m['model_id']}  {str(m['label'] or '-'):<30} "
+                    f"answered {m['n_served']}, abstentions {abstentions}, "
+                    f"last served {utc(m['updated'])}"
+                )
+        return lines
+
+    def _name(self):
+        return f"the ledger {self.path!r}"
+
+    def __repr__(self):
+        return (
+            f"PrivacyLedger({self.path!r}, epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}, composition={self.composition!r})"
+        )
+
+    # -- model records (durable serving state) -------------------------------
+    def _register_model(self, label, state, secret=None):
+        """Create a model record holding ``state``; return its random id."""
+        return self._file.register_model(label, state, secret)
+
+    def _model_transaction(self, model_id):
+        """Load a model record in a write transaction; commit what it saves."""
+        return self._file.model_transaction(model_id)
+
+    # -- sharing semantics ---------------------------------------------------
+    def __reduce__(self):
+        # By path: an unpickled ledger reconnects to the same file.
+        return (_reopen_ledger, (self.path, self._timeout))
+
+    def __sklearn_clone__(self):
+        return self
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self

@@ -1,0 +1,138 @@
+"""Fit steps shared by the teacher ensembles.
+
+The ensembles differ only in their mechanism; the teachers are the same:
+``k`` clones of the base estimator fitted on a data-independent partition of
+the rows, in parallel through joblib, and their votes on query rows counted
+per class (through the fused path when every teacher is linear).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin
+from .._validation import naming_empty_input, warn_if_delta_large
+from ..mechanisms import vote_counts
+from ._fused import fused_ensemble, why_not_fusable
+from ._sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
+
+__all__ = ["ENSEMBLE_CONSTRAINTS", "TeacherEnsembleMixin"]
+
+# Constraints shared by every teacher ensemble.
+ENSEMBLE_CONSTRAINTS = {
+    "estimator": [HasMethods(["fit", "predict"]), None],
+    "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "epsilon": [Interval(Real, 0, None, closed="neither")],
+    "min_samples_per_shard": [Interval(Integral, 1, None, closed="left")],
+    "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
+    "random_state": ["random_state"],
+    "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
+    "n_jobs": [Integral, None],
+    "verbose": ["verbose"],
+}
+
+
+class TeacherEnsembleMixin(PrivateEstimatorMixin):
+    """Fit steps shared by the ensembles; the subclass's mechanism answers."""
+
+    def _base_estimator(self):
+        if self.estimator is None:
+            return LogisticRegression()
+        return self.estimator
+
+    def _check_epsilon_delta(self, n_samples, *, delta_positive):
+        if not math.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
+        delta = getattr(self, "delta", 0.0)
+        if delta_positive and not (0 < delta < 1):
+            raise ValueError(
+                f"delta must be in (0, 1) for {type(self).__name__}, got {delta!r}."
+            )
+        warn_if_delta_large(delta, n_samples, stacklevel=5)
+
+    def _supported_n_estimators(self, n_samples):
+        """The most teachers that keep ``min_samples_per_shard`` rows each."""
+        return max(1, n_samples // self.min_samples_per_shard)
+
+    def _resolve_n_estimators(self, n_samples):
+        if self.n_estimators == "auto":
+            return self._supported_n_estimators(n_samples)
+        if self.n_estimators > n_samples:
+            raise ValueError(
+                f"n_estimators={self.n_estimators} needs at least one row per "
+                f"shard, but n_samples={n_samples}."
+            )
+        return int(self.n_estimators)
+
+    # -- teachers ------------------------------------------------------------
+    def _fit_teachers(self, X, y, n_estimators, *, n_classes=None, fuse=True):
+        """Fit the teachers; return their fitted attributes (set by the caller).
+
+        ``n_classes`` is the number of global classes for classifier
+        teachers (labels are class indices), None for regressors.
+        """
+        rng = check_random_state(self.random_state)
+        shards = partition_indices(X.shape[0], n_estimators, rng)
+        seeds = teacher_seeds(rng, n_estimators)
+        teachers = fit_teachers(
+            clone(self._base_estimator()),
+            X,
+            y,
+            shards,
+            seeds,
+            n_classes=n_classes,
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
+        fused = self._fused(teachers, n_classes) if fuse and n_classes else None
+        return {
+            "estimators_": teachers,
+            "n_estimators_": n_estimators,
+            "_fused_ensemble_": fused,
+        }
+
+    def _fused(self, teachers, n_classes):
+        """Stack linear teachers for the fused vote path.
+
+        ``fused="auto"`` (also the default of estimators without a ``fused``
+        parameter) uses it when every teacher can be fused; ``True`` requires
+        it; ``False`` keeps the per-teacher path. Votes are identical either
+        way (:mod:`dpsklearn.ensemble._fused`).
+        """
+        mode = getattr(self, "fused", "auto")
+        if mode is False:
+            return None
+        fused = fused_ensemble(teachers, n_classes)
+        if fused is None and mode is True:
+            reasons = {why_not_fusable(t) for t in teachers} - {None}
+            raise ValueError(
+                "fused=True needs every teacher to be a linear classifier or a "
+                "Pipeline of affine scalers and one; here: "
+                f"{'; '.join(sorted(reasons)) or 'teachers disagree on n_features'}."
+                " Use fused='auto' or False."
+            )
+        return fused
+
+    def _vote_counts(self, X):
+        """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X`` (chunked)."""
+        fused = getattr(self, "_fused_ensemble_", None)
+        if fused is not None:
+            return fused.vote_counts(X, self.estimators_)
+        n_classes = len(self.classes_)
+        counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
+        for rows, predictions in teacher_outputs(self.estimators_, X, "predict"):
+            counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
+        return counts
+
+    def _validate_query(self, X, *, accept_sparse=ACCEPT_SPARSE):
+        check_is_fitted(self)
+        with naming_empty_input():
+            return validate_data(self, X, reset=False, accept_sparse=accept_sparse)

@@ -1,0 +1,532 @@
+"""Private prediction: every answer is a fresh private release.
+
+Dwork and Feldman (2018), "Privacy-preserving prediction":
+:class:`PrivatePredictionClassifier` answers each query row by the soft
+majority of ``k`` teachers' votes (:class:`~dpsklearn.mechanisms.SoftMajority`)
+or, with ``mechanism="gnmax"``, by releasing its noisy vote count vector
+(PATE's GNMax, Papernot et al. 2018; :class:`~dpsklearn.mechanisms.GNMax`).
+The per-query budget is derived at ``fit`` from the total ``(epsilon,
+delta)`` and ``max_queries``, so ``max_queries`` is part of the guarantee; a
+query row asked again gets the answer already released for it, free
+(``docs/design.rst``, "Per-query releases").
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+
+from .._base import PublicLabelsMixin, keeps_live_model
+from ..mechanisms import GNMax, SoftMajority
+from ..noise import project_to_simplex
+from ..planning import private_prediction_r
+from ..serving import ReleaseCache, row_keys, serve
+from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._sharding import teacher_class_probabilities
+
+__all__ = ["PrivatePredictionClassifier"]
+
+PRIVATE_PREDICTION_CONSTRAINTS = {
+    **ENSEMBLE_CONSTRAINTS,
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "max_queries": [Interval(Integral, 1, None, closed="left"), None],
+    "calibration": [StrOptions({"auto", "basic", "zcdp", "rdp"})],
+}
+
+
+def check_dense(estimator, X):
+    """Refuse sparse input: the release cache keys query rows by their values."""
+    if sparse.issparse(X):
+        raise TypeError(
+            f"{type(estimator).__name__} does not accept sparse input (its "
+            "release cache keys query rows by value); pass a dense array, "
+            "e.g. X.toarray()."
+        )
+
+
+class _PrivatePredictionBase(TeacherEnsembleMixin):
+    """What the two private prediction estimators share: ``max_queries`` units."""
+
+    def _check_max_queries(self):
+        if self.max_queries is None:
+            raise ValueError(
+                f"max_queries=None is not allowed for {type(self).__name__}: "
+                "the number of released rows is part of the privacy guarantee "
+                "(eps_q = the per-query share of epsilon). Pass an integer >= 1."
+            )
+
+    def _serve(self, X, method, statistic, finish):
+        """Answer ``X`` through the release cache of ``method``."""
+        state = self._serving_state_
+        cache = state.caches[method]
+        answers, _ = serve(
+            state,
+            method,
+            X.shape[0],
+            lambda rows: statistic(X[rows]),
+            finish,
+            fields=cache.fields,
+            keys=row_keys(X),
+        )
+        return answers
+
+    def _validate_query(self, X):
+        return super()._validate_query(X, accept_sparse=False)
+
+
+def _teachers_have(method):
+    def check(self):
+        if hasattr(self, "estimators_"):
+            return all(hasattr(t, method) for t in self.estimators_)
+        return hasattr(self._base_estimator(), method)
+
+    return check
+
+
+def _proba_available(self):
+    """GNMax's ``predict_proba`` reads only votes; the other needs teacher rows."""
+    mechanism = getattr(self, "privacy_mechanism_", None)
+    gnmax = (
+        self.mechanism == "gnmax" if mechanism is None else isinstance(mechanism, GNMax)
+    )
+    return gnmax or _teachers_have("predict_proba")(self)
+
+
+class PrivatePredictionClassifier(
+    PublicLabelsMixin, _PrivatePredictionBase, ClassifierMixin, BaseEstimator
+):
+    """Private classifier: the exponential mechanism (or GNMax) on the teachers' votes.
+
+    ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards of the
+    private data. Each query row is answered by sampling a label with
+    probability proportional to ``exp(eps_q * votes / 2)`` (Dwork and
+    Feldman 2018, Theorem 1; for two classes
+    ``P(1) = e^(eps_q nu/2) / (1 + e^(eps_q nu/2))``
+    with ``nu = 2 count_1 - k``). Every row costs a share of the budget, so
+    unlike :class:`SubsampleAggregateClassifier` no row is free, and none is
+    refused until the budget is spent.
+
+    Privacy: everything all calls to ``predict``,
+    ``predict_proba`` and ``score`` ever release is ``(epsilon, delta)``-DP
+    with respect to replacing one training record. ``epsilon_per_query_`` is
+    derived at ``fit`` from ``(epsilon, delta, max_queries)``: by basic
+    composition ``epsilon / m``, or through zCDP (the exponential mechanism is
+    bounded-range, ``eps_q^2/8``-zCDP, Cesar and Rogers 2021; total
+    ``rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2``), or the
+    same ``rho`` read as the RDP curve ``alpha * rho`` and converted by
+    dp_accounting (``"rdp"``, about 1.5 times the ``rho`` at ``epsilon=1,
+    delta=1e-5``). The budget holds ``max_queries`` query units: a
+    ``predict`` row costs one, a ``predict_proba`` row (a Laplace-type
+    release, ``eps_q^2/2``-zCDP) costs four under zCDP and RDP and one under
+    basic composition. A row asked again gets
+    the answer already released for it, free. The whole ``(epsilon, delta)``
+    is reserved from the accountant at ``fit``. The fitted object holds the
+    teachers and is as secret as the training data; pickling it copies them.
+
+    ``mechanism="gnmax"`` (PATE's GNMax, Papernot et al. 2018) answers a row
+    by releasing its noisy count vector ``counts + N_Z(0, sigma^2)`` (one
+    discrete Gaussian draw per class, Canonne, Kamath and Steinke 2020).
+    Replacing one record moves one vote (L2 sensitivity ``sqrt(2)``), so each
+    released vector is ``1/sigma^2``-zCDP, RDP ``alpha / sigma^2``;
+    ``sigma_`` is calibrated at ``fit`` so that ``max_queries`` of them are
+    within ``(epsilon, delta)``, certified by the calibration named in
+    ``calibration_`` (:class:`~dpsklearn.mechanisms.GNMax`). ``predict``
+    is the argmax of the vector (ties to the lowest class index) and
+    ``predict_proba`` its vote shares ``project_to_simplex(noisy_counts /
+    k)``: both read the same release, so a row costs one unit once, whichever
+    method asks first, and ``argmax(predict_proba(X)) == predict(X)``.
+
+    Parameters
+    ----------
+    estimator : estimator, default=None
+        Base classifier cloned for each shard; ``None`` means
+        :class:`~sklearn.linear_model.LogisticRegression`.
+    n_estimators : int or "auto", default="auto"
+        Number of teachers ``k``. ``"auto"``: Theorem 1's
+        ``r = ceil(6 ln(4 / target_error) / eps_q)``, capped by the data (each
+        shard keeps ``min_samples_per_shard`` rows; a warning says when the
+        cap binds).
+    epsilon : float, default=1.0
+        Total privacy budget of the fitted model.
+    delta : float, default=1e-5
+        Total delta, in [0, 1). ``delta=0`` allows only basic composition
+        (and is refused under ``mechanism="gnmax"``).
+    max_queries : int, default=1000
+        ``m``: query units the budget pays for (part of the guarantee;
+        ``None`` is refused). The unit after the last raises
+        :class:`BudgetExhaustedError`.
+    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
+        Composition that turns the total into ``eps_q``
+        (:func:`~dpsklearn.accounting.per_release_epsilon`); ``"auto"`` takes
+        the one with the largest ``eps_q`` (the one that answers best) and
+        records it in ``calibration_``. Under ``mechanism="gnmax"`` it
+        certifies ``sigma`` instead (``"rdp"`` or ``"zcdp"``; ``"auto"``
+        takes the smaller ``sigma``); ``"basic"`` is refused there (a
+        Gaussian release has no pure epsilon).
+    target_error : float, default=0.1
+        ``alpha`` of Theorem 1, used by ``n_estimators="auto"`` (not under
+        ``mechanism="gnmax"``).
+    classes : array-like, default=None
+        The public label set. ``None`` takes ``unique(y)`` with a
+        :class:`PrivacyLeakWarning`.
+    min_samples_per_shard : int, default=20
+    accountant : PrivacyAccountant, default=None
+        A shared budget to draw from; ``None`` gives the model its own.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the partition and the teachers only, never the mechanism noise.
+    noise_random_state : int, default=None
+        Seeds the mechanism noise, for tests only (warns with
+        :class:`PrivacyLeakWarning`). ``None``: OS entropy at every fit.
+    n_jobs : int, default=None
+        Parallel jobs for fitting teachers (joblib).
+    verbose : int, default=0
+        Progress of the fit and per-call spends (never votes or noise).
+    mechanism : {"exponential", "gnmax"}, default="exponential"
+        ``"exponential"``: Dwork and Feldman's soft majority at ``eps_q``
+        per row (:class:`~dpsklearn.mechanisms.SoftMajority`).
+        ``"gnmax"``: the Gaussian noisy argmax (see above); there
+        ``n_estimators="auto"`` is the largest ``k`` the data supports,
+        ``max(1, n_samples // min_samples_per_shard)``, since ``sigma``
+        does not depend on ``k`` while the vote gaps grow with it (more
+        teachers, fewer answers flipped by the noise).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    estimators_ : list of estimators
+        The teachers (not private), fitted on class indices into ``classes_``.
+    n_estimators_ : int
+    epsilon_per_query_ : float or None
+        ``eps_q`` of one ``predict`` row; ``None`` under
+        ``mechanism="gnmax"`` (a Gaussian release has no per-query epsilon:
+        see ``sigma_``).
+    sigma_ : float or None
+        ``mechanism="gnmax"``: scale of the discrete Gaussian noise on each
+        vote count; ``None`` under the exponential mechanism.
+    calibration_ : str
+        ``"basic"``, ``"zcdp"`` or ``"rdp"``: the one used.
+    proba_cost_ : int
+        Query units charged per ``predict_proba`` row (1 under
+        ``mechanism="gnmax"``, and nothing for a row ``predict`` released).
+    proba_grid_step_ : float or None
+        Grid step ``g`` of ``predict_proba`` releases; ``None`` under
+        ``mechanism="gnmax"`` (its vote shares need no grid: the noisy counts
+        are integers).
+    accountant_ : PrivacyAccountant or PrivacyLedger
+    privacy_mechanism_ : SoftMajority or GNMax
+        The calibrated mechanism (public figures only).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    SubsampleAggregateClassifier : stable queries for free, the rest abstain.
+    PrivatePredictionRegressor : the same for real-valued targets.
+
+    Notes
+    -----
+    The mechanism noise comes from numpy's floating-point Gumbel and
+    geometric samplers (and, for GNMax, the discrete Gaussian's acceptance
+    test on a floating-point uniform), exact only up to about ``2**-53`` in
+    probability.
+    The neighbouring relation is replace-one; under add/remove-one the
+    data-independent partition shifts every later row, and no guarantee at
+    the stated epsilon is claimed.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from dpsklearn import PrivatePredictionClassifier
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> clf = PrivatePredictionClassifier(
+    ...     n_estimators=50, epsilon=1.0, max_queries=100, classes=[0, 1],
+    ...     random_state=0).fit(X, y)
+    >>> clf.predict(X[:3]).shape, clf.predict_proba(X[:3]).shape
+    ((3,), (3, 2))
+    >>> clf.budget_status().query_units_spent  # 3 + 4 * 3 (zCDP)
+    15
+    >>> gn = PrivatePredictionClassifier(
+    ...     mechanism="gnmax", epsilon=1.0, max_queries=100, classes=[0, 1],
+    ...     random_state=0).fit(X, y)
+    >>> labels, proba = gn.predict(X[:3]), gn.predict_proba(X[:3])
+    >>> gn.budget_status().query_units_spent  # one release serves both
+    3
+    >>> bool((gn.classes_[proba.argmax(axis=1)] == labels).all())
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **PRIVATE_PREDICTION_CONSTRAINTS,
+        "target_error": [Interval(Real, 0, 1, closed="neither")],
+        "classes": ["array-like", None],
+        "mechanism": [StrOptions({"exponential", "gnmax"})],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        n_estimators="auto",
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        max_queries=1000,
+        calibration="auto",
+        target_error=0.1,
+        classes=None,
+        min_samples_per_shard=20,
+        accountant=None,
+        random_state=None,
+        noise_random_state=None,
+        n_jobs=None,
+        verbose=0,
+        mechanism="exponential",
+    ):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_queries = max_queries
+        self.calibration = calibration
+        self.target_error = target_error
+        self.classes = classes
+        self.min_samples_per_shard = min_samples_per_shard
+        self.accountant = accountant
+        self.random_state = random_state
+        self.noise_random_state = noise_random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.mechanism = mechanism
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = True  # truthful: noise costs accuracy
+        tags.non_deterministic = self.noise_random_state is None
+        tags.input_tags.sparse = False
+        return tags
+
+    # -- fit -----------------------------------------------------------------
+    def _resolve_k(self, n_samples, epsilon_per_query):
+        if self.n_estimators != "auto":
+            return self._resolve_n_estimators(n_samples)
+        needed = private_prediction_r(self.target_error, epsilon_per_query)  # Thm 1
+        supported = self._supported_n_estimators(n_samples)
+        if needed > supported:
+            warnings.warn(
+                f"n_estimators='auto': Theorem 1 asks for r={needed} teachers "
+                f"(eps_q={epsilon_per_query:.4g}, target_error="
+                f"{self.target_error}), but n_samples={n_samples} supports only "
+                f"k={supported} at min_samples_per_shard="
+                f"{self.min_samples_per_shard}; using k={supported}.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return min(needed, supported)
+
+    @keeps_live_model
+    def fit(self, X, y):
+        """Train the teachers on disjoint shards and reserve the whole budget.
+
+        Every input is validated, and the budget checked, before anything is
+        spent. Refitting starts a new release with a new budget (for the
+        model's own accountant) or draws again from a shared one; a refit
+        that is refused leaves the previous model serving.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        self._check_max_queries()
+        gnmax = self.mechanism == "gnmax"
+        if gnmax:
+            self._check_gnmax_parameters()
+        check_dense(self, X)
+        X, y_encoded, classes = self._validate_classification_data(X, y)
+        n_samples, n_classes = X.shape[0], len(classes)
+        self._check_epsilon_delta(n_samples, delta_positive=gnmax)
+        if gnmax:
+            # sigma does not depend on k, so "auto" takes every teacher the
+            # data supports (more teachers, fewer answers flipped by noise).
+            mechanism = GNMax.calibrate(
+                self.epsilon, self.delta, self.max_queries, calibration=self.calibration
+            )
+            n_estimators = self._resolve_n_estimators(n_samples)
+            noisy_counts = ReleaseCache({"noisy_counts": (np.int64, (n_classes,))})
+            # predict and predict_proba read one release per row: one cache.
+            caches = {"predict": noisy_counts, "predict_proba": noisy_counts}
+            costs = {"predict": 1, "predict_proba": 1}
+        else:
+            eps_q, _ = SoftMajority.epsilon_per_query_for(
+                self.epsilon, self.delta, self.max_queries, self.calibration
+            )
+            n_estimators = self._resolve_k(n_samples, eps_q)
+            mechanism = SoftMajority.calibrate(
+                self.epsilon,
+                self.delta,
+                self.max_queries,
+                n_teachers=n_estimators,
+                n_classes=n_classes,
+                calibration=self.calibration,
+            )
+            caches = {
+                "predict": ReleaseCache({"label": (np.int64, ())}),
+                "predict_proba": ReleaseCache({"proba": (np.float64, (n_classes,))}),
+            }
+            costs = {"predict": 1, "predict_proba": mechanism.proba_cost}
+        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
+
+        teachers = self._fit_teachers(X, y_encoded, n_estimators, n_classes=n_classes)
+
+        accountant.spend_events(events)  # atomic: the whole release is reserved
+        state, _ = self._start_serving(
+            mechanism,
+            accountant,
+            max_queries=self.max_queries,
+            costs=costs,
+            caches=caches,
+        )
+        self._set_fitted(
+            {
+                "classes_": classes,
+                **teachers,
+                "accountant_": accountant,
+                "privacy_mechanism_": mechanism,
+                **mechanism.fitted_attributes(),
+                "_serving_state_": state,
+            }
+        )
+        return self
+
+    def _check_gnmax_parameters(self):
+        """Refuse what GNMax cannot certify, before any data is read or spent."""
+        if self.calibration == "basic":
+            raise ValueError(
+                "calibration='basic' is not available with mechanism='gnmax': "
+                "a Gaussian release has no pure epsilon to add up. Use "
+                "calibration='auto', 'rdp' or 'zcdp'."
+            )
+        if self.delta == 0:
+            raise ValueError(
+                "delta=0 is not allowed with mechanism='gnmax': the Gaussian "
+                "mechanism's guarantee needs delta > 0. Pass a delta in (0, 1), "
+                "or use mechanism='exponential' for a pure guarantee."
+            )
+
+    def _mean_teacher_proba(self, X):
+        """Mean over teachers of each teacher's clipped, renormalised row."""
+        n_classes = len(self.classes_)
+        mean = np.empty((X.shape[0], n_classes))
+        for rows, proba in teacher_class_probabilities(self.estimators_, X, n_classes):
+            proba = np.clip(proba, 0.0, 1.0)
+            total = proba.sum(axis=2, keepdims=True)
+            # A row that clips to all zeros carries no vote: uniform.
+            proba = np.where(
+                total > 0, proba / np.where(total > 0, total, 1.0), 1.0 / n_classes
+            )
+            mean[rows] = proba.mean(axis=0)
+        return mean
+
+    def _is_gnmax(self):
+        return isinstance(self.privacy_mechanism_, GNMax)
+
+    # -- predict -------------------------------------------------------------
+    def predict(self, X, return_abstained=False):
+        """Private labels for ``X``, one query unit per new distinct row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Public query points.
+        return_abstained : bool, default=False
+            Also return the abstention mask (all False: this mechanism
+            answers every row it can pay for). For a uniform interface with
+            :class:`SubsampleAggregateClassifier` and
+            :class:`KnowledgeTransferClassifier`.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+        abstained : bool ndarray of shape (n_queries,)
+            Only when ``return_abstained=True``.
+
+        Raises
+        ------
+        BudgetExhaustedError
+            When ``max_queries`` units are spent part-way; the error carries
+            the answers already paid for in ``partial_predictions``.
+        """
+        X = self._validate_query(X)
+        classes = self.classes_
+        if self._is_gnmax():
+            # argmax of the noisy counts, ties to the lowest class index
+            labels = self._serve(
+                X,
+                "predict",
+                self._vote_counts,
+                lambda v: classes[np.argmax(v["noisy_counts"], axis=1)],
+            )
+        else:
+            labels = self._serve(
+                X, "predict", self._vote_counts, lambda v: classes[v["label"]]
+            )
+        if return_abstained:
+            return labels, np.zeros(X.shape[0], dtype=bool)
+        return labels
+
+    @available_if(_proba_available)
+    def predict_proba(self, X):
+        """Private class probabilities, charged per new distinct row.
+
+        Exponential mechanism: each teacher's probability row is clipped to
+        [0, 1] and renormalised, the rows are averaged, and the mean is
+        released on a grid with discrete Laplace noise per class, then
+        projected onto the simplex. A row costs ``proba_cost_`` query units.
+        ``argmax(predict_proba(X))`` and ``predict(X)`` are two independent
+        noisy releases and may differ. Needs teachers with ``predict_proba``.
+
+        ``mechanism="gnmax"``: the *vote shares*, not mean teacher
+        probabilities: ``project_to_simplex(noisy_counts / k)`` of the noisy
+        count vector that ``predict`` takes the argmax of (post-processing of
+        the same release). A row costs one unit, and nothing if ``predict``
+        already released it (and vice versa); ``argmax(predict_proba(X))``
+        equals ``predict(X)`` row by row. Any teachers will do (only their
+        votes are used).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+            Rows are probability vectors.
+
+        Raises
+        ------
+        BudgetExhaustedError
+            When the budget is spent part-way (``partial_predictions`` holds
+            the rows already paid for).
+        """
+        X = self._validate_query(X)
+        if self._is_gnmax():
+            k = self.n_estimators_
+            return self._serve(
+                X,
+                "predict_proba",
+                self._vote_counts,
+                lambda v: project_to_simplex(v["noisy_counts"] / k),
+            )
+        return self._serve(
+            X, "predict_proba", self._mean_teacher_proba, lambda v: v["proba"]
+        )

@@ -1,0 +1,224 @@
+"""Sharding and the parallel fit of teachers.
+
+Shards are a data-independent partition of the row indices: a random
+permutation from ``random_state``, then ``k`` nearly equal contiguous
+blocks, so one record influences exactly one teacher. Teachers are fitted in
+batches, one batch per joblib task as :class:`~sklearn.ensemble.BaggingClassifier`
+does, each task carrying only its shards' rows; under
+``joblib.parallel_config(backend="dask")`` the same code trains on a Dask
+cluster. Every teacher gets its own integer seed from one
+:class:`numpy.random.SeedSequence`, so the fitted teachers do not depend on
+``n_jobs`` or on the backend (``docs/design.rst``, "Shards and teachers").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn import config_context
+from sklearn.base import clone
+from sklearn.utils.parallel import Parallel, delayed
+
+__all__ = [
+    "ConstantTeacher",
+    "fit_teachers",
+    "partition_indices",
+    "teacher_class_probabilities",
+    "teacher_outputs",
+    "teacher_seeds",
+]
+
+# Upper bound on the entries of one (n_teachers, chunk_rows) block of teacher
+# outputs: query chunks bound the memory of the vote matrix.
+_MAX_BLOCK_ENTRIES = 1 << 24
+
+
+def partition_indices(n_samples: int, n_shards: int, rng) -> list:
+    """A random permutation of the rows cut into ``n_shards`` near-equal blocks.
+
+    Parameters
+    ----------
+    n_samples, n_shards : int
+    rng : numpy.random.RandomState
+        From :func:`sklearn.utils.check_random_state` (``random_state``).
+
+    Returns
+    -------
+    shards : list of int64 ndarray
+        Disjoint index arrays whose sizes differ by at most one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.ensemble import partition_indices
+    >>> shards = partition_indices(10, 3, np.random.RandomState(0))
+    >>> sorted(len(s) for s in shards), sorted(np.concatenate(shards).tolist())[:3]
+    ([3, 3, 4], [0, 1, 2])
+    """
+    permutation = rng.permutation(n_samples).astype(np.int64)
+    return np.array_split(permutation, n_shards)
+
+
+def teacher_seeds(rng, n_shards: int):
+    """One integer seed per teacher, spawned from a single SeedSequence."""
+    entropy = int(rng.randint(np.iinfo(np.int32).max))
+    return np.random.SeedSequence(entropy).generate_state(n_shards)
+
+
+class ConstantTeacher:
+    """The teacher of a shard that holds a single class: it always votes for it.
+
+    A shard whose rows all share one label cannot train most classifiers; it
+    still casts one vote per query, for that label (``docs/design.rst``,
+    "Shards and teachers").
+    """
+
+    def __init__(self, class_index: int, n_classes: int):
+        self.class_index = int(class_index)
+        self.n_classes = int(n_classes)
+        self.classes_ = np.arange(n_classes)
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.class_index, dtype=np.int64)
+
+    def predict_proba(self, X):
+        proba = np.zeros((X.shape[0], self.n_classes))
+        proba[:, self.class_index] = 1.0
+        return proba
+
+
+def _set_random_states(estimator, seed):
+    """Seed every ``random_state`` parameter of ``estimator`` (nested ones too)."""
+    params = estimator.get_params(deep=True)
+    to_set = {
+        key: int(seed)
+        for key in params
+        if key == "random_state" or key.endswith("__random_state")
+    }
+    if to_set:
+        estimator.set_params(**to_set)
+    return estimator
+
+
+def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes):
+    teachers = []
+    for shard, seed in zip(local_shards, seeds, strict=True):
+        y_shard = y_rows[shard]
+        if n_classes is not None:
+            present = np.unique(y_shard)
+            if present.size == 1:
+                teachers.append(ConstantTeacher(present[0], n_classes))
+                continue
+        teacher = _set_random_states(clone(estimator), seed)
+        teacher.fit(X_rows[shard], y_shard)
+        teachers.append(teacher)
+    return teachers
+
+
+def fit_teachers(
+    estimator, X, y, shards, seeds, *, n_classes=None, n_jobs=None, verbose=0
+):
+    """Fit ``clone(estimator)`` on each shard, in parallel batches.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Unfitted base estimator.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        For classifiers, class indices into the global ``classes_`` (so every
+        teacher's vote maps onto the global classes).
+    shards : list of int ndarray
+    seeds : sequence of int
+    n_classes : int or None
+        Set for classifiers: a single-class shard yields a
+        :class:`ConstantTeacher`. ``None`` for regressors.
+    n_jobs, verbose : joblib parameters.
+
+    Returns
+    -------
+    teachers : list, in shard order
+    """
+    n_teachers = len(shards)
+    n_tasks = max(1, min(effective_n_jobs(n_jobs), n_teachers))
+    batches = np.array_split(np.arange(n_teachers), n_tasks)
+    tasks = []
+    for batch in batches:
+        rows = np.concatenate([shards[i] for i in batch])
+        # Each task ships only its own rows; shard indices become local.
+        offsets = np.cumsum([0] + [len(shards[i]) for i in batch])
+        local = [np.arange(offsets[j], offsets[j + 1]) for j in range(len(batch))]
+        tasks.append(
+            delayed(_fit_teacher_batch)(
+                estimator, X[rows], y[rows], local, [seeds[i] for i in batch], n_classes
+            )
+        )
+    results = Parallel(n_jobs=n_jobs, verbose=verbose)(tasks)
+    return [teacher for batch in results for teacher in batch]
+
+
+def _query_chunks(n_queries, n_teachers, width=1):
+    rows = max(1, _MAX_BLOCK_ENTRIES // max(1, n_teachers * width))
+    for start in range(0, n_queries, rows):
+        yield slice(start, min(n_queries, start + rows))
+
+
+def teacher_outputs(teachers, X, method="predict", *, width=1):
+    """Yield ``(row_slice, outputs)`` per query chunk, outputs stacked over teachers.
+
+    ``outputs`` has shape ``(n_teachers, chunk_rows)`` for ``predict`` or
+    ``(n_teachers, chunk_rows, width)`` for ``predict_proba``. Input was
+    validated once by the caller, so the teachers skip their finiteness check.
+    """
+    n_queries = X.shape[0]
+    with config_context(assume_finite=True):
+        for rows in _query_chunks(n_queries, len(teachers), width):
+            X_chunk = X[rows]
+            yield rows, np.stack([getattr(t, method)(X_chunk) for t in teachers])
+
+
+def _class_columns(teacher, n_columns):
+    classes = getattr(teacher, "classes_", None)
+    if classes is None:
+        return np.arange(n_columns)
+    return np.asarray(classes, dtype=np.int64)
+
+
+def teacher_class_probabilities(teachers, X, n_classes):
+    """Yield ``(row_slice, probabilities)`` per query chunk, on the global classes.
+
+    Teachers are fitted on class *indices* into the global ``classes_``; a
+    teacher whose shard missed some classes has fewer ``predict_proba``
+    columns. Its columns are placed at its ``classes_`` (class indices), the
+    missing classes getting probability 0, so every teacher's row has
+    ``n_classes`` entries.
+
+    Parameters
+    ----------
+    teachers : list of fitted classifiers with ``predict_proba``
+    X : ndarray of shape (n_queries, n_features)
+    n_classes : int
+
+    Yields
+    ------
+    rows : slice
+    probabilities : float ndarray of shape (n_teachers, chunk_rows, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.ensemble import ConstantTeacher, teacher_class_probabilities
+    >>> teachers = [ConstantTeacher(0, 3), ConstantTeacher(2, 3)]
+    >>> rows, proba = next(teacher_class_probabilities(teachers, np.zeros((2, 1)), 3))
+    >>> proba.shape, proba[1, 0].tolist()
+    ((2, 2, 3), [0.0, 0.0, 1.0])
+    """
+    n_queries = X.shape[0]
+    with config_context(assume_finite=True):
+        for rows in _query_chunks(n_queries, len(teachers), n_classes):
+            X_chunk = X[rows]
+            out = np.zeros((len(teachers), X_chunk.shape[0], n_classes))
+            for index, teacher in enumerate(teachers):
+                proba = np.asarray(teacher.predict_proba(X_chunk), dtype=np.float64)
+                out[index][:, _class_columns(teacher, proba.shape[1])] = proba
+            yield rows, out

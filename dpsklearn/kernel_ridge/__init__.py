@@ -1,0 +1,15 @@
+"""Private kernel ridge regression (Nie and Wang 2017) by output perturbation.
+
+* :mod:`._kernels` -- the non-private fit: kernels with a known bound on
+  ``K(x, x)``, exact solves, random Fourier features;
+* :mod:`._kernel_ridge` -- :class:`PrivateKernelRidge`, which releases the
+  fit through a mechanism of :mod:`dpsklearn.mechanisms`.
+
+The schedule of ``alpha`` and ``epsilon`` against ``n`` is
+:func:`dpsklearn.planning.kernel_ridge_schedule`.
+"""
+
+from ..planning import KernelRidgeSchedule, kernel_ridge_schedule
+from ._kernel_ridge import PrivateKernelRidge
+
+__all__ = ["KernelRidgeSchedule", "PrivateKernelRidge", "kernel_ridge_schedule"]

@@ -1,0 +1,563 @@
+"""Private kernel ridge regression by output perturbation (Nie and Wang 2017).
+
+The non-private fit is the regularised least squares
+
+    f_z = argmin_{f in H_K} (1/n) sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2,
+
+which is scikit-learn's ``KernelRidge(alpha=alpha * n)`` (that one sums the
+squared errors instead of averaging them). Two releases are offered, each a
+mechanism of :mod:`dpsklearn.mechanisms` with the sensitivity of Lemma 2
+(``docs/design.rst``, "Kernel ridge: sensitivity and releases"):
+
+``release="predictions"``
+    Each prediction is ``f_z(x)`` clipped to ``[-M, M]`` plus grid Laplace
+    noise, ``max_queries`` of them composed. The fitted object keeps the
+    training rows and the dual coefficients, so it is as secret as the data.
+``release="model"``
+    For shift-invariant kernels: the fit runs on ``D`` paired random Fourier
+    features and only the perturbed weights are kept, so the fitted model
+    may be published and its predictions are free and unlimited.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import gen_batches
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.extmath import row_norms
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin, keeps_live_model
+from .._validation import check_regression_targets, warn_if_delta_large
+from ..accounting import PER_RELEASE_CALIBRATIONS
+from ..exceptions import PrivacyLeakWarning
+from ..mechanisms import (
+    kernel_ridge_prediction_release,
+    kernel_ridge_weight_release,
+)
+from ..serving import serve
+from ._kernels import (
+    KERNELS,
+    NORM_BOUNDED_KERNELS,
+    SHIFT_INVARIANT_KERNELS,
+    _clip_rows,
+    _fit_dual_coef,
+    _fit_weights,
+    _fourier_features,
+    _fourier_frequencies,
+    _kappa,
+    _kernel_matrix,
+)
+
+__all__ = ["PrivateKernelRidge"]
+
+# Rows per block when evaluating kernels on queries: about 32 MB of float64.
+_BLOCK_ELEMENTS = 2**22
+_FIELDS = {"value": (np.float64, ())}
+
+
+class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Differentially private kernel ridge regression (Nie and Wang 2017).
+
+    Fits ``f = argmin (1/n) sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the
+    reproducing kernel Hilbert space of ``kernel`` with an exact direct solver,
+    on targets clipped to ``[-y_bound, y_bound]``, and releases it through one
+    of two mechanisms (``release``).
+
+    Privacy: everything the fitted model ever releases is
+    ``(epsilon, delta)``-DP with respect to replacing one training record
+    (replace-one with ``n`` public; under add/remove-one no guarantee at the
+    stated epsilon is claimed). The whole ``(epsilon, delta)`` is reserved
+    from the accountant at ``fit``.
+
+    * ``release="predictions"``: each prediction is ``clip(f(x), -M, M)``
+      plus grid Laplace noise with sensitivity ``min(2 kappa^2 (kappa R + M)
+      / (alpha n), 2 M)``, ``R = M / sqrt(alpha)`` (Lemma 2 and Proposition 1
+      of Nie and Wang 2017), at a per-query epsilon that composes
+      ``max_queries`` releases to ``(epsilon, delta)``
+      (:func:`~dpsklearn.mechanisms.kernel_ridge_prediction_release`).
+      ``max_queries`` is part of the guarantee: the query after it raises
+      :class:`~dpsklearn.BudgetExhaustedError`. Every ``predict`` and
+      ``score`` row is charged. The fitted object keeps the (clipped) training
+      rows ``X_fit_`` and the dual coefficients: it is as
+      secret as the training data, and a pickled copy carries a second,
+      independent budget.
+    * ``release="model"`` (``"rbf"``, ``"laplacian"``): the same objective is
+      fitted on ``n_components`` paired random Fourier features
+      ``[cos(w.x), sin(w.x)] / sqrt(D)`` (frequencies from ``random_state``,
+      independent of the data; ``kappa = sup ||phi(x)|| = 1``) and the
+      ``2 D`` weights are released once with noise calibrated to their L2
+      sensitivity ``2 kappa (kappa R + M) / (alpha n)``: the analytic Gaussian
+      mechanism (Balle and Wang 2018) when ``delta > 0``, the
+      high-dimensional Laplace (pure ``epsilon``-DP) when ``delta = 0``, both
+      on a grid of step ``g`` with integer noise and grid L2 sensitivity
+      ``sensitivity + g sqrt(2 D)``. Only the noisy weights ``coef_`` and the
+      frequencies are kept (no training rows, dual coefficients or unnoised
+      weights), so the fitted model may be published; its predictions are
+      post-processing, free, unlimited and deterministic.
+
+    Floating point: every release lies on a grid of step ``grid_step_`` with
+    integer noise. The samplers are numpy's floating-point
+    geometric, normal and gamma draws, exact only up to about ``2**-53``; the
+    high-dimensional Laplace has no exact integer sampler.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian", "cosine", "linear", "poly"}, default="rbf"
+        A positive-definite kernel with a known bound on ``K(x, x)``: 1 for
+        rbf, laplacian and cosine; ``x_bound^2`` for linear and
+        ``(gamma x_bound^2 + coef0)^degree`` for poly. Any other kernel is
+        refused (no RKHS norm bound, so Lemma 2 does not apply).
+    gamma : float, default=None
+        Kernel coefficient of rbf, laplacian and poly; ``None`` means
+        ``1 / n_features`` (public: it depends only on the number of columns).
+    degree : int, default=3
+        Degree of the poly kernel; must be an integer >= 1.
+    coef0 : float, default=1
+        Constant of the poly kernel; must be >= 0 (otherwise the kernel is not
+        positive definite).
+    alpha : float, default=1.0
+        The per-sample regularisation ``alpha`` of the objective above. The
+        non-private fit equals
+        ``sklearn.kernel_ridge.KernelRidge(alpha=alpha * n_samples)``.
+    y_bound : float, default=None
+        ``M``: the public bound on ``|y|``; targets are clipped to ``[-M, M]``.
+        ``None`` infers ``max |y|`` from the private data with a
+        :class:`~dpsklearn.PrivacyLeakWarning`.
+    x_bound : float, default=None
+        Public bound on the L2 norm of rows for ``"linear"`` and ``"poly"``:
+        training and query rows are clipped to it. ``None`` infers the largest
+        training row norm with a :class:`~dpsklearn.PrivacyLeakWarning`.
+        Ignored by the other kernels.
+    epsilon : float, default=1.0
+        Total privacy budget of the fitted model.
+    delta : float, default=1e-5
+        Total delta, in [0, 1). For ``release="model"``, ``delta = 0`` selects
+        the pure-DP high-dimensional Laplace.
+    max_queries : int, default=1000
+        ``release="predictions"``: the number of prediction rows the budget
+        pays for (part of the guarantee; ``None`` is refused). Ignored by
+        ``release="model"``.
+    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
+        How ``release="predictions"`` splits the budget over ``max_queries``
+        pure-DP releases (:func:`~dpsklearn.accounting.per_release_epsilon`
+        with ``release="laplace"``); ``"auto"`` takes the larger per-query
+        epsilon.
+    release : {"predictions", "model"}, default="predictions"
+        What is released (see above).
+    n_components : int, default=100
+        ``D``, the number of random Fourier frequencies of
+        ``release="model"`` (``2 D`` weights).
+    accountant : PrivacyAccountant, default=None
+        A shared budget to draw from (``clone`` keeps it shared); ``None``
+        gives the model its own budget of ``(epsilon, delta)``.
+    random_state : int, RandomState instance or None, default=None
+        Data-independent randomness only: the Fourier frequencies.
+    noise_random_state : int, default=None
+        Seeds the mechanism noise, for tests and experiments only (warns with
+        :class:`~dpsklearn.PrivacyLeakWarning`). ``None``: OS entropy at every
+        fit.
+
+    Attributes
+    ----------
+    y_bound_ : float
+        The ``M`` used.
+    x_bound_ : float or None
+        The row-norm bound used (linear and poly only).
+    gamma_ : float or None
+        The kernel coefficient used.
+    kappa_ : float
+        ``sqrt(sup K(x, x))`` (1 for ``release="model"``).
+    sensitivity_ : float
+        Sensitivity of one prediction (``release="predictions"``, sup norm)
+        or of the weights (``release="model"``, L2 norm).
+    grid_step_ : float
+        The grid step ``g``.
+    noise_scale_ : float
+        ``"predictions"``: the scale of the discrete Laplace noise of one
+        prediction, in units of ``y``; ``"model"``: the standard deviation of
+        the Gaussian noise per weight, or the scale of the Gamma-distributed
+        norm of the high-dimensional Laplace noise.
+    mechanism_ : str
+        ``"grid_laplace"``, ``"grid_gaussian"`` or
+        ``"grid_high_dimensional_laplace"``.
+    privacy_mechanism_ : GridLaplaceRelease or WeightRelease
+        The calibrated mechanism (public figures only).
+    per_query_epsilon_ : float
+        ``release="predictions"`` only.
+    calibration_ : str
+        ``release="predictions"`` only: the per-query calibration used.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        ``release="predictions"`` only: the (clipped) private training rows.
+    dual_coef_ : ndarray of shape (n_samples,)
+        ``release="predictions"`` only (private).
+    coef_ : ndarray of shape (2 * n_components,)
+        ``release="model"`` only: the released, noisy weights.
+    random_frequencies_ : ndarray of shape (n_components, n_features)
+        ``release="model"`` only (data independent).
+    accountant_ : PrivacyAccountant
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    sklearn.kernel_ridge.KernelRidge : the non-private fit (``alpha * n``).
+    dpsklearn.planning.kernel_ridge_schedule : a choice of ``alpha`` and
+        ``epsilon`` (Nie and Wang 2017, Theorem 3, redone).
+
+    Notes
+    -----
+    The fit costs ``O(n^3)`` (exact solve of an ``n x n`` system) for
+    ``release="predictions"`` and ``O(n D^2 + D^3)`` for ``release="model"``.
+    Tuning ``alpha`` or ``epsilon`` by cross-validation on the private data is
+    not covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn import PrivateKernelRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(500, 2))
+    >>> y = np.sin(3 * X[:, 0])
+    >>> model = PrivateKernelRidge(alpha=0.1, y_bound=1.0, epsilon=2.0,
+    ...                            release="model", random_state=0).fit(X, y)
+    >>> pred = model.predict(X[:3])            # free, unlimited, deterministic
+    >>> bool(np.array_equal(pred, model.predict(X[:3])))
+    True
+    >>> served = PrivateKernelRidge(y_bound=1.0, max_queries=10).fit(X, y)
+    >>> served.predict(X[:4]).shape
+    (4,)
+    >>> served.budget_status().query_units_spent
+    4
+    """
+
+    _parameter_constraints: dict = {
+        "kernel": [str],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "degree": [Interval(Real, 0, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "max_queries": [Interval(Integral, 1, None, closed="left"), None],
+        "calibration": [StrOptions({"auto", *PER_RELEASE_CALIBRATIONS[:3]})],
+        "release": [StrOptions({"predictions", "model"})],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
+        "random_state": ["random_state"],
+        "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        kernel="rbf",
+        *,
+        gamma=None,
+        degree=3,
+        coef0=1,
+        alpha=1.0,
+        y_bound=None,
+        x_bound=None,
+        epsilon=1.0,
+        delta=1e-5,
+        max_queries=1000,
+        calibration="auto",
+        release="predictions",
+        n_components=100,
+        accountant=None,
+        random_state=None,
+        noise_random_state=None,
+    ):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.alpha = alpha
+        self.y_bound = y_bound
+        self.x_bound = x_bound
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_queries = max_queries
+        self.calibration = calibration
+        self.release = release
+        self.n_components = n_components
+        self.accountant = accountant
+        self.random_state = random_state
+        self.noise_random_state = noise_random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # truthful: noise costs accuracy
+        tags.non_deterministic = self.noise_random_state is None
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- validation (everything before any budget is touched) ----------------
+    def _check_kernel(self, n_features):
+        """The kernel and its resolved parameters; refuse what has no bound."""
+        kernel = self.kernel
+        if kernel not in KERNELS:
+            raise ValueError(
+                f"kernel={kernel!r} is not supported: PrivateKernelRidge needs a "
+                "positive-definite kernel with a known bound on K(x, x). "
+                f"Use one of {', '.join(repr(k) for k in KERNELS)}."
+            )
+        gamma = None
+        if kernel in ("rbf", "laplacian", "poly"):
+            gamma = 1.0 / n_features if self.gamma is None else float(self.gamma)
+        degree, coef0 = None, None
+        if kernel == "poly":
+            if not float(self.degree).is_integer() or self.degree < 1:
+                raise ValueError(
+                    f"degree={self.degree!r} is refused for kernel='poly': only "
+                    "an integer degree >= 1 gives a positive-definite kernel."
+                )
+            if self.coef0 < 0:
+                raise ValueError(
+                    f"coef0={self.coef0!r} is refused for kernel='poly': with "
+                    "coef0 < 0 the polynomial kernel is not positive definite, "
+                    "so it has no RKHS and Lemma 2's sensitivity fails. Use "
+                    "coef0 >= 0."
+                )
+            degree, coef0 = int(self.degree), float(self.coef0)
+        if self.release == "model" and kernel not in SHIFT_INVARIANT_KERNELS:
+            raise ValueError(
+                f"release='model' needs a shift-invariant kernel for random "
+                f"Fourier features; kernel={kernel!r} is not one. Use kernel="
+                "'rbf' or 'laplacian', or release='predictions'."
+            )
+        return kernel, gamma, degree, coef0
+
+    def _check_delta(self, n_samples):
+        warn_if_delta_large(float(self.delta), n_samples, stacklevel=5)
+        if self.release == "predictions" and self.max_queries is None:
+            raise ValueError(
+                "max_queries=None is refused for release='predictions': the "
+                "number of predictions is part of the guarantee. Pass an int >= 1."
+            )
+
+    def _resolve_y_bound(self, y):
+        if self.y_bound is not None:
+            return float(self.y_bound)
+        warnings.warn(
+            "y_bound is None: the target bound M is taken from the private "
+            "training labels (max |y|), which the noise scale then reveals. "
+            "Pass the public bound as `y_bound`.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        bound = float(np.max(np.abs(y)))
+        return bound if bound > 0 else 1.0  # any positive M bounds all-zero y
+
+    def _resolve_x_bound(self, X):
+        if self.x_bound is not None:
+            return float(self.x_bound)
+        warnings.warn(
+            f"x_bound is None: the row-norm bound of kernel={self.kernel!r} is "
+            "taken from the private training rows (their largest norm), which "
+            "the noise scale then reveals. Pass the public bound as `x_bound`.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        bound = float(np.max(row_norms(X)))
+        return bound if bound > 0 else 1.0
+
+    # -- fit -----------------------------------------------------------------
+    # Set last in fit, in both release modes: a fit that fails leaves it unset.
+    _fitted_marker = "accountant_"
+
+    def _mechanism(self, n_samples, kappa, y_bound):
+        """The release mechanism, calibrated from public numbers only."""
+        if self.release == "predictions":
+            return kernel_ridge_prediction_release(
+                self.epsilon,
+                self.delta,
+                self.max_queries,
+                kappa=kappa,
+                y_bound=y_bound,
+                alpha=float(self.alpha),
+                n_samples=n_samples,
+                calibration=self.calibration,
+            )
+        return kernel_ridge_weight_release(
+            self.epsilon,
+            self.delta,
+            kappa=kappa,
+            y_bound=y_bound,
+            alpha=float(self.alpha),
+            n_samples=n_samples,
+            n_weights=2 * self.n_components,
+        )
+
+    @keeps_live_model
+    def fit(self, X, y):
+        """Fit on private data and reserve the whole ``(epsilon, delta)``.
+
+        Every input is validated, and the budget is checked, before anything
+        is spent. Refitting starts a new release with a new budget (for the
+        model's own accountant) or draws again from a shared one; a refit
+        that is refused leaves the previous model serving.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Private training rows.
+        y : array-like of shape (n_samples,)
+            Private targets, clipped to ``[-y_bound, y_bound]``.
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        ValueError
+            For an unsupported kernel, a poly kernel with ``coef0 < 0`` or a
+            non-integer degree, ``release="model"`` with a kernel that is not
+            shift invariant, ``max_queries=None`` with
+            ``release="predictions"``, ``calibration="zcdp"`` or ``"rdp"`` with
+            ``delta=0``, or bad data; before any budget is spent.
+        BudgetExhaustedError
+            When a shared accountant cannot pay for the fit (nothing is
+            spent).
+        """
+        self._validate_params()
+        self._check_finite_epsilon()
+        y = check_regression_targets(y)
+        X, y = validate_data(
+            self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
+        )
+        n_samples, n_features = X.shape
+        kernel, gamma, degree, coef0 = self._check_kernel(n_features)
+        self._check_delta(n_samples)
+        y_bound = self._resolve_y_bound(y)
+        x_bound = None
+        if kernel in NORM_BOUNDED_KERNELS:
+            x_bound = self._resolve_x_bound(X)
+        if self.release == "model":
+            kappa = 1.0  # paired Fourier features: ||phi(x)||_2 = 1 exactly
+        else:
+            kappa = _kappa(kernel, gamma, degree, coef0, x_bound)
+        mechanism = self._mechanism(n_samples, kappa, y_bound)
+        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
+
+        y = np.clip(y, -y_bound, y_bound)
+        spec = (kernel, gamma, degree, coef0, x_bound)
+        if self.release == "model":
+            frequencies = _fourier_frequencies(
+                kernel, gamma, X.shape[1], self.n_components, self.random_state
+            )
+            weights = _fit_weights(
+                _fourier_features(X, frequencies), y, float(self.alpha)
+            )
+            accountant.spend_events(events)  # atomic: the release is reserved
+            state, noise = self._start_serving(mechanism, accountant, released=True)
+            fitted = {
+                # Only the noisy weights leave the fit.
+                "coef_": mechanism.release(weights, noise),
+                "random_frequencies_": frequencies,
+                "mechanism_": mechanism.name,
+            }
+            del weights
+        else:
+            if x_bound is not None:
+                X = _clip_rows(X, x_bound)
+            dual_coef = _fit_dual_coef(
+                _kernel_matrix(X, X, kernel, gamma, degree, coef0), y, float(self.alpha)
+            )
+            accountant.spend_events(events)  # atomic: the release is reserved
+            state, _ = self._start_serving(
+                mechanism, accountant, max_queries=int(self.max_queries)
+            )
+            fitted = {
+                "X_fit_": X,
+                "dual_coef_": dual_coef,
+                "per_query_epsilon_": mechanism.epsilon_per_query,
+                "calibration_": mechanism.calibration_name,
+                "mechanism_": "grid_laplace",
+            }
+        self._set_fitted(
+            {
+                **fitted,
+                "accountant_": accountant,
+                "privacy_mechanism_": mechanism,
+                "kappa_": kappa,
+                "sensitivity_": mechanism.sensitivity,
+                "grid_step_": mechanism.grid_step,
+                "noise_scale_": mechanism.noise_scale,
+                "y_bound_": y_bound,
+                "x_bound_": x_bound,
+                "gamma_": gamma,
+                "_kernel_spec_": spec,
+                "_serving_state_": state,
+            }
+        )
+        return self
+
+    # -- predict -------------------------------------------------------------
+    def _exact_predictions(self, X):
+        """``clip(f(x), -M, M)`` from the private fit (never returned as is)."""
+        kernel, gamma, degree, coef0, x_bound = self._kernel_spec_
+        if x_bound is not None:
+            X = _clip_rows(X, x_bound)
+        X_fit = self.X_fit_
+        values = np.empty(X.shape[0], dtype=np.float64)
+        block = max(1, _BLOCK_ELEMENTS // max(1, X_fit.shape[0]))
+        for rows in gen_batches(X.shape[0], block):
+            K = _kernel_matrix(X[rows], X_fit, kernel, gamma, degree, coef0)
+            values[rows] = K @ self.dual_coef_
+        return np.clip(values, -self.y_bound_, self.y_bound_)
+
+    def _model_predictions(self, X):
+        values = np.empty(X.shape[0], dtype=np.float64)
+        frequencies = self.random_frequencies_
+        block = max(1, _BLOCK_ELEMENTS // (2 * frequencies.shape[0]))
+        for rows in gen_batches(X.shape[0], block):
+            values[rows] = _fourier_features(X[rows], frequencies) @ self.coef_
+        return np.clip(values, -self.y_bound_, self.y_bound_)
+
+    def predict(self, X):
+        """Private predictions for ``X``.
+
+        ``release="model"``: free, unlimited and deterministic (the released
+        weights applied to ``X``, clipped to ``[-y_bound_, y_bound_]``).
+        ``release="predictions"``: each row is a fresh grid Laplace release
+        charged against ``max_queries``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_queries, n_features)
+            Public query points (linear/poly: clipped to ``x_bound_``).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+
+        Raises
+        ------
+        BudgetExhaustedError
+            ``release="predictions"``, when ``max_queries`` is reached
+            part-way; the error carries the answers already paid for in
+            ``partial_predictions`` and their number in ``n_answered``.
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, reset=False, accept_sparse=ACCEPT_SPARSE, dtype=np.float64
+        )
+        if self.mechanism_ != "grid_laplace":
+            return self._model_predictions(X)
+        answers, _ = serve(
+            self._serving_state_,
+            "predict",
+            X.shape[0],
+            lambda rows: self._exact_predictions(X[rows]),
+            lambda v: v["value"],
+            fields=_FIELDS,
+        )
+        return answers

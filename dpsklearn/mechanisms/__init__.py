@@ -1,0 +1,113 @@
+"""Privacy mechanisms: each one a calibration, its privacy events and an engine.
+
+Every way dpsklearn releases something about private data is one class here
+(:class:`~._base.Mechanism`). Built at ``fit`` from the total budget and
+public sizes, a mechanism owns its calibration (noise scales, thresholds),
+states its cost as typed :mod:`~dpsklearn.accounting` events, and makes the
+engine that answers batches while the model serves. Estimators compose
+them. The mathematics of each is in ``docs/design.rst``.
+
+* :class:`StabilityTest` -- the majority label when the sparse vector test
+  passes, else noisy max or abstain (``SubsampleAggregateClassifier``).
+* :class:`ConfidentGNMax` -- the Gaussian noisy argmax of confident queries
+  (``SubsampleAggregateClassifier(mechanism="confident_gnmax")``).
+* :class:`SoftLabelTest` -- a soft label's bin midpoint after two tests
+  (``SoftLabelPrivateRegressor``).
+* :class:`SoftMajority` -- exponential-mechanism labels and grid Laplace
+  probabilities, per query (``PrivatePredictionClassifier``).
+* :class:`GNMax` -- a noisy count vector per query
+  (``PrivatePredictionClassifier(mechanism="gnmax")``).
+* :class:`GridLaplaceRelease` -- a value of known sensitivity, per query
+  (``PrivatePredictionRegressor``, kernel ridge predictions).
+* :class:`WeightRelease` -- a weight vector, once
+  (``PrivateKernelRidge(release="model")``).
+* :class:`ExponentialSelection` -- one hypothesis, once
+  (``ExponentialMechanismERM``).
+* :class:`ChunkedQueries` -- statistical queries on disjoint chunks
+  (``PrivateStatisticalQueries``).
+"""
+
+from ._base import Engine, Mechanism, Release
+from ._gaussian_calibration import (
+    GAUSSIAN_CALIBRATIONS,
+    GaussianCalibration,
+    calibrate_confident_gnmax,
+    gnmax_sigma,
+)
+from ._gnmax import (
+    ConfidentGNMax,
+    ConfidentGNMaxEngine,
+    GNMax,
+    GNMaxEngine,
+    confident_gnmax,
+    confident_gnmax_threshold,
+    gnmax,
+    gnmax_noisy_counts,
+)
+from ._kernel_ridge import (
+    WeightRelease,
+    function_sensitivity,
+    kernel_ridge_prediction_release,
+    kernel_ridge_weight_release,
+    weight_sensitivity,
+)
+from ._per_query import GridLaplaceRelease, SoftMajority, clipped_mean_release
+from ._selection import ChunkedQueries, ExponentialSelection
+from ._sparse_vector import SparseVectorEngine
+from ._sparse_vector_calibration import (
+    SPARSE_VECTOR_CALIBRATIONS,
+    SparseVectorCalibration,
+    calibrate_sparse_vector,
+    sparse_vector_candidates,
+    stability_tail_bound,
+    stability_tail_probability,
+)
+from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
+from ._votes import (
+    distance_from_gap,
+    distance_to_instability,
+    majority_and_gap,
+    vote_counts,
+)
+
+__all__ = [
+    "GAUSSIAN_CALIBRATIONS",
+    "SPARSE_VECTOR_CALIBRATIONS",
+    "ChunkedQueries",
+    "ConfidentGNMax",
+    "ConfidentGNMaxEngine",
+    "Engine",
+    "ExponentialSelection",
+    "GNMax",
+    "GNMaxEngine",
+    "GaussianCalibration",
+    "GridLaplaceRelease",
+    "Mechanism",
+    "Release",
+    "SoftLabelTest",
+    "SoftMajority",
+    "SparseVectorCalibration",
+    "SparseVectorEngine",
+    "StabilityTest",
+    "WeightRelease",
+    "calibrate_confident_gnmax",
+    "calibrate_sparse_vector",
+    "clipped_mean_release",
+    "confident_gnmax",
+    "confident_gnmax_threshold",
+    "distance_from_gap",
+    "distance_to_instability",
+    "function_sensitivity",
+    "gnmax",
+    "gnmax_noisy_counts",
+    "gnmax_sigma",
+    "kernel_ridge_prediction_release",
+    "kernel_ridge_weight_release",
+    "majority_and_gap",
+    "soft_label_histograms",
+    "sparse_vector_candidates",
+    "stability_tail_bound",
+    "stability_tail_probability",
+    "vote_counts",
+    "weight_sensitivity",
+]

@@ -1,0 +1,394 @@
+"""The stability tests: the sparse vector test on the distance to instability.
+
+:class:`StabilityTest` answers a classification query with the teachers'
+exact majority when its distance to instability passes the sparse vector
+test (free), and otherwise with its fallback: the exponential mechanism on
+the votes (``"noisy_max"``, at most ``T`` answers paid for) or an
+abstention. :class:`SoftLabelTest` does the same for soft labels in
+``[0, 1]``, with a second test on the shifted partition. Bassily, Thakkar and
+Thakurta (2018), Algorithms 3, 4, 6 and 8, with the corrections of
+``docs/corrections.rst`` and the guarantee derived in ``docs/design.rst``,
+"The sparse vector stability test" and "Soft-label queries: the double
+test".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..accounting._events import ApproximateEvent, BoundedRangeEvent, PureEvent
+from ..noise import (
+    DiscreteLaplaceStream,
+    default_grid_step,
+    exponential_mechanism,
+    grid_laplace,
+)
+from ._base import Engine, Mechanism, Release
+from ._sparse_vector import SparseVectorEngine
+from ._sparse_vector_calibration import calibrate_sparse_vector
+from ._votes import distance_from_gap, majority_and_gap, vote_counts
+
+__all__ = [
+    "SoftLabelTest",
+    "StabilityTest",
+    "soft_label_histograms",
+]
+
+
+def _sparse_vector_engine(calibration, cutoff, noise):
+    """A sparse vector engine on the first two noise streams."""
+    lam = calibration.noise_scale
+    reseed = noise.reseed_on_copy
+    return SparseVectorEngine(
+        threshold=calibration.threshold,
+        noise_scale=lam,
+        cutoff=cutoff,
+        query_noise=DiscreteLaplaceStream(2.0 * lam, noise[0], reseed),
+        threshold_noise=DiscreteLaplaceStream(lam, noise[1], reseed),
+    )
+
+
+def _instances_started(test):
+    """AboveThreshold instances that have seen a query (each costs eps0)."""
+    return test.n_threshold_draws if test.n_queries else 0
+
+
+class _TestEngine(Engine):
+    """The serving state shared by both tests: a sparse vector engine."""
+
+    @property
+    def halted(self):
+        return self.test.halted
+
+    @property
+    def n_failed_tests(self):
+        return self.test.abstention_count
+
+    def halt_reason(self):
+        return (
+            f"the model halted after max_unstable={self.test.cutoff} failed "
+            "stability tests"
+        )
+
+    def get_state(self):
+        return {**self.test.get_state(), "n_fallback": self.n_fallback}
+
+    def set_state(self, state):
+        self.test.set_state(state)
+        self.n_fallback = int(state.get("n_fallback", self.n_fallback))
+
+
+class StabilityEngine(_TestEngine):
+    """Runs :class:`StabilityTest` on vote counts; answers are class indices."""
+
+    def __init__(self, mechanism, noise):
+        self.mechanism = mechanism
+        self.noise = noise
+        self.test = _sparse_vector_engine(
+            mechanism.calibration, mechanism.max_unstable, noise
+        )
+        self.n_fallback = 0
+
+    def answer(self, method, statistic):
+        votes = np.asarray(statistic)
+        majority, gap = majority_and_gap(votes)
+        passed, n_done = self.test.run(distance_from_gap(gap))
+        labels = majority[:n_done].copy()
+        abstained = np.zeros(n_done, dtype=bool)
+        failed = np.flatnonzero(~passed)
+        if failed.size and self.mechanism.fallback == "noisy_max":
+            # The exponential mechanism on the votes: one record moves one
+            # vote, so the utility has sensitivity 1.
+            labels[failed] = exponential_mechanism(
+                votes[failed],
+                self.mechanism.fallback_epsilon,
+                1.0,
+                rng=self.noise[2],
+            )
+            self.n_fallback += failed.size
+        elif failed.size:
+            labels[failed] = -1
+            abstained[failed] = True
+        return Release({"label": labels, "abstained": abstained}, n_done)
+
+
+class _TestMechanism(Mechanism):
+    """What both tests share: a sparse vector calibration and a paid fallback."""
+
+    def spent(self, units, engine):
+        # Each threshold draw that saw a query is one AboveThreshold instance;
+        # each fallback answer costs fallback_epsilon (0 when it is free).
+        started = _instances_started(engine.test)
+        epsilon = self.calibration.epsilon_after(started)
+        epsilon += engine.n_fallback * self.fallback_epsilon
+        return epsilon, self.calibration.delta_after(started)
+
+    def fitted_attributes(self):
+        cal = self.calibration
+        return {
+            "calibration_": cal.name,
+            "threshold_": cal.threshold,
+            "noise_scale_": cal.noise_scale,
+            "sparse_vector_epsilon_": cal.epsilon,
+            "fallback_epsilon_": self.fallback_epsilon,
+        }
+
+
+class StabilityTest(_TestMechanism):
+    """The sparse vector test on the distance to instability, with a fallback.
+
+    A query whose distance to instability ``max(0, ceil(gap/2) - 1)`` plus
+    ``DLap(2 lam)`` exceeds the noisy threshold ``w + DLap(lam)`` gets the
+    exact majority label. A query that fails gets the fallback and ends the
+    threshold draw; the engine halts after ``max_unstable = T`` failures.
+
+    Privacy: the sparse vector part is ``(1 - share) epsilon`` (its own
+    delta per the calibration), the stability part the rest of ``delta``,
+    and the ``"noisy_max"`` fallback ``share * epsilon`` over at most ``T``
+    exponential-mechanism answers of ``share * epsilon / T`` each (basic
+    composition).
+
+    Parameters
+    ----------
+    calibration : SparseVectorCalibration
+    max_unstable : int
+    fallback : {"noisy_max", "abstain"}
+    fallback_epsilon : float
+        Epsilon of each noisy-max answer (0 for ``"abstain"``).
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import StabilityTest
+    >>> test = StabilityTest.calibrate(1.0, 1e-5, max_unstable=100)
+    >>> test.calibration.name, round(test.calibration.threshold, -2)
+    ('exact', 4900.0)
+    >>> [type(e).__name__ for e in test.privacy_events()]
+    ['ApproximateEvent', 'BoundedRangeEvent']
+    """
+
+    n_streams = 3
+
+    def __init__(self, calibration, max_unstable, fallback, fallback_epsilon):
+        self.calibration = calibration
+        self.max_unstable = int(max_unstable)
+        self.fallback = fallback
+        self.fallback_epsilon = float(fallback_epsilon)
+
+    @classmethod
+    def calibrate(
+        cls,
+        epsilon,
+        delta,
+        *,
+        max_unstable,
+        calibration="auto",
+        fallback="noisy_max",
+        noisy_max_share=0.5,
+    ):
+        """Split the budget between the test and its fallback, and calibrate."""
+        share = noisy_max_share if fallback == "noisy_max" else 0.0
+        sparse_vector = calibrate_sparse_vector(
+            epsilon * (1.0 - share), delta, max_unstable, calibration
+        )
+        return cls(
+            sparse_vector, max_unstable, fallback, epsilon * share / max_unstable
+        )
+
+    def privacy_events(self, label=None):
+        cal = self.calibration
+        events = [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
+        if self.fallback == "noisy_max":
+            events.append(
+                BoundedRangeEvent(
+                    self.fallback_epsilon, count=self.max_unstable, label=label
+                )
+            )
+        return events
+
+    def engine(self, noise):
+        return StabilityEngine(self, noise)
+
+
+# -- soft labels -----------------------------------------------------------------
+def _n_bins(gamma):
+    """``1/gamma`` as an integer >= 2, or a ValueError naming gamma."""
+    gamma = float(gamma)
+    n_bins = round(1.0 / gamma) if 0 < gamma <= 0.5 else 0
+    if n_bins < 2 or not math.isclose(n_bins * gamma, 1.0, rel_tol=1e-9):
+        raise ValueError(
+            f"gamma must be 1/b for an integer b >= 2 (0.5, 1/3, 0.25, 0.2, "
+            f"..., 0.1, ...), got gamma={gamma!r}."
+        )
+    return n_bins
+
+
+def soft_label_histograms(soft_labels, n_bins):
+    """Vote histograms of soft labels on the gamma- and the shifted partition.
+
+    With ``gamma = 1/n_bins`` (Bassily, Thakkar and Thakurta 2018,
+    Definition 5.1; ``docs/design.rst``, "Soft-label queries: the double test"): the
+    gamma-partition has bins ``[(j-1) gamma, j gamma)``, ``j = 1..n_bins``,
+    the last one closed; the shifted partition moves them right by
+    ``gamma/2`` and drops the two half-bins at the ends, leaving
+    ``n_bins - 1`` bins ``[(j - 1/2) gamma, (j + 1/2) gamma)``; values in
+    ``[0, gamma/2)`` or ``[1 - gamma/2, 1]`` are not counted there. Soft
+    labels are clipped to [0, 1] first (a negative bin index would wrap
+    around).
+
+    Parameters
+    ----------
+    soft_labels : array-like of shape (n_teachers, n_queries)
+    n_bins : int
+        ``1/gamma`` (>= 2).
+
+    Returns
+    -------
+    counts : int64 ndarray of shape (n_queries, n_bins)
+    shifted_counts : int64 ndarray of shape (n_queries, n_bins - 1)
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import soft_label_histograms
+    >>> counts, shifted = soft_label_histograms([[0.1], [0.3], [0.6], [1.0]], 4)
+    >>> counts.tolist(), shifted.tolist()
+    ([[1, 1, 1, 1]], [[1, 1, 0]])
+    """
+    scaled = np.clip(np.asarray(soft_labels, dtype=np.float64), 0.0, 1.0) * n_bins
+    if scaled.ndim != 2:
+        raise ValueError("soft_labels must be 2-D (n_teachers, n_queries).")
+    first = np.minimum(np.floor(scaled), n_bins - 1).astype(np.int64)
+    shifted = np.floor(scaled - 0.5).astype(np.int64)
+    # Half-bins at the ends go to a spare column, then dropped.
+    outside = (shifted < 0) | (shifted > n_bins - 2)
+    shifted = np.where(outside, n_bins - 1, shifted)
+    return (
+        vote_counts(first, n_bins),
+        vote_counts(shifted, n_bins)[:, : n_bins - 1],
+    )
+
+
+def _distance(counts):
+    """The distance to instability and the fullest bin (lowest on ties)."""
+    fullest, gap = majority_and_gap(counts)
+    return distance_from_gap(gap), fullest
+
+
+class SoftLabelEngine(_TestEngine):
+    """Runs :class:`SoftLabelTest` on soft labels; answers are values in [0, 1]."""
+
+    def __init__(self, mechanism, noise):
+        self.mechanism = mechanism
+        self.noise = noise
+        self.test = _sparse_vector_engine(
+            mechanism.calibration, mechanism.max_unstable, noise
+        )
+        # The shifted test's query noise, addressed by query index.
+        self.second_query_noise = DiscreteLaplaceStream(
+            2.0 * mechanism.calibration.noise_scale, noise[2], noise.reseed_on_copy
+        )
+        self.n_fallback = 0
+
+    def answer(self, method, statistic):
+        soft = np.asarray(statistic)
+        n_bins = self.mechanism.n_bins
+        counts, shifted_counts = soft_label_histograms(soft, n_bins)
+        first_distance, first_bin = _distance(counts)
+        second_distance, second_bin = _distance(shifted_counts)
+        outcome, n_done = self.test.run_two_stage(
+            first_distance, second_distance, self.second_query_noise
+        )
+        # Algorithm 8: (2v - 1) gamma / 2 for the fullest bin v (1-based) of
+        # the first partition, v gamma for the shifted one.
+        answers = np.where(
+            outcome == 0,
+            (first_bin[:n_done] + 0.5) / n_bins,
+            (second_bin[:n_done] + 1.0) / n_bins,
+        )
+        abstained = outcome == 2
+        if abstained.any():
+            self.n_fallback += int(abstained.sum())
+            if self.mechanism.fallback == "noisy_mean":
+                # The mean of k soft labels in [0, 1]: sensitivity 1/k.
+                sensitivity = 1.0 / soft.shape[0]
+                answers[abstained] = grid_laplace(
+                    soft[:, :n_done][:, abstained].mean(axis=0),
+                    sensitivity,
+                    self.mechanism.fallback_epsilon,
+                    rng=self.noise[3],
+                    grid_step=default_grid_step(sensitivity),
+                    bounds=(0.0, 1.0),
+                )
+            else:
+                answers[abstained] = 0.5  # the midpoint, data independent
+        return Release({"value": answers, "abstained": abstained}, n_done)
+
+
+class SoftLabelTest(_TestMechanism):
+    """Two stability tests on a histogram of soft labels in ``[0, 1]``.
+
+    A query whose gamma-histogram is stable gets the midpoint of its fullest
+    bin, free. Otherwise a fresh threshold tests the histogram on the
+    partition shifted by ``gamma/2``: a pass answers the shifted bin's
+    midpoint and adds 1 to the failure count ``c``; a second fail answers
+    the fallback (``"midpoint"``: 0.5, free; ``"noisy_mean"``: the grid
+    Laplace mean of the soft labels) and adds 2. ``c`` counts failed tests
+    and the last query may add 2, so at most ``T + 1`` thresholds are drawn
+    and the sparse vector part is calibrated for ``T + 1``.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import SoftLabelTest
+    >>> test = SoftLabelTest.calibrate(1.0, 1e-5, max_unstable=100, n_bins=10)
+    >>> test.calibration.cutoff
+    101
+    """
+
+    n_streams = 4
+
+    def __init__(self, calibration, max_unstable, n_bins, fallback, fallback_epsilon):
+        self.calibration = calibration
+        self.max_unstable = int(max_unstable)
+        self.n_bins = int(n_bins)
+        self.fallback = fallback
+        self.fallback_epsilon = float(fallback_epsilon)
+
+    @property
+    def n_fallback_answers(self):
+        """At most ``ceil(T/2)`` queries fail both tests before ``c`` reaches ``T``."""
+        return math.ceil(self.max_unstable / 2)
+
+    @classmethod
+    def calibrate(
+        cls,
+        epsilon,
+        delta,
+        *,
+        max_unstable,
+        n_bins,
+        calibration="auto",
+        fallback="midpoint",
+        noisy_mean_share=0.5,
+    ):
+        """Split the budget between the tests and the fallback, and calibrate."""
+        share = noisy_mean_share if fallback == "noisy_mean" else 0.0
+        sparse_vector = calibrate_sparse_vector(
+            epsilon * (1.0 - share), delta, max_unstable + 1, calibration
+        )
+        fallback_epsilon = epsilon * share / math.ceil(max_unstable / 2)
+        return cls(sparse_vector, max_unstable, n_bins, fallback, fallback_epsilon)
+
+    def privacy_events(self, label=None):
+        cal = self.calibration
+        events = [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
+        if self.fallback == "noisy_mean":
+            events.append(
+                PureEvent(
+                    self.fallback_epsilon, count=self.n_fallback_answers, label=label
+                )
+            )
+        return events
+
+    def engine(self, noise):
+        return SoftLabelEngine(self, noise)

@@ -1,0 +1,108 @@
+"""Sampling one answer from scores: the exponential mechanism; simplex projection.
+
+:func:`exponential_mechanism` samples ``r`` with probability proportional to
+``exp(epsilon u(r) / (2 Delta_u))`` (McSherry and Talwar 2007) by the
+Gumbel-max trick, so it never exponentiates a score and cannot overflow
+(``docs/design.rst``, "Noise primitives"). :func:`project_to_simplex` is
+post-processing for noisy probability vectors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import FINITE_POSITIVE, validate_params
+
+__all__ = ["exponential_mechanism", "project_to_simplex"]
+
+
+@validate_params(
+    {
+        "utilities": ["array-like"],
+        "epsilon": [FINITE_POSITIVE],
+        "sensitivity": [FINITE_POSITIVE],
+        "rng": [np.random.Generator],
+    },
+    prefer_skip_nested_validation=True,
+)
+def exponential_mechanism(
+    utilities, epsilon: float, sensitivity: float = 1.0, *, rng: np.random.Generator
+):
+    """Sample ``r`` with ``P(r) ~ exp(epsilon u(r) / (2 sensitivity))``, per row.
+
+    Uses the Gumbel-max trick on log-weights: ``argmax_r(epsilon u_r /
+    (2 Delta) + G_r)`` with i.i.d. standard Gumbel ``G_r`` has exactly that
+    distribution, and never exponentiates, so it neither overflows nor
+    underflows at any epsilon or score. ``epsilon``-DP when every utility has
+    sensitivity ``sensitivity`` (McSherry and Talwar 2007, Theorem 6).
+
+    Parameters
+    ----------
+    utilities : array-like of shape (n_candidates,) or (n_rows, n_candidates)
+    epsilon : float
+    sensitivity : float, default=1.0
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    index : int or int64 ndarray of shape (n_rows,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import exponential_mechanism
+    >>> int(exponential_mechanism([0, 1000], 1.0, rng=np.random.default_rng(0)))
+    1
+    """
+    epsilon = float(epsilon)
+    sensitivity = float(sensitivity)
+    utilities = np.asarray(utilities, dtype=np.float64)
+    log_weights = utilities * (epsilon / (2.0 * sensitivity))
+    perturbed = log_weights + rng.gumbel(size=utilities.shape)
+    return np.argmax(perturbed, axis=-1)[()]
+
+
+@validate_params(
+    {
+        "values": ["array-like"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def project_to_simplex(values):
+    """Euclidean projection of each row onto the probability simplex.
+
+    Post-processing for noisy probability vectors (``predict_proba``;
+    ``docs/design.rst``, "Per-query releases"): the result of row ``v`` is
+    ``max(v - tau, 0)`` with the ``tau`` that makes it sum to one (Held,
+    Wolfe and Crowder 1974; Duchi et al. 2008), found by sorting each row,
+    vectorised over rows. It uses no data, so it costs no privacy.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_coordinates,) or (n_rows, n_coordinates)
+
+    Returns
+    -------
+    projected : float ndarray of the same shape
+        Non-negative rows that sum to one.
+
+    Examples
+    --------
+    >>> from dpsklearn.noise import project_to_simplex
+    >>> project_to_simplex([[0.5, 0.7, -0.4], [2.0, 0.0, 0.0]]).tolist()
+    [[0.4, 0.6, 0.0], [1.0, 0.0, 0.0]]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rows = np.atleast_2d(values)
+    if rows.ndim != 2 or rows.shape[-1] == 0:
+        raise ValueError("project_to_simplex needs rows of at least one coordinate.")
+    n = rows.shape[1]
+    descending = -np.sort(-rows, axis=1)
+    cumulative = np.cumsum(descending, axis=1) - 1.0
+    index = np.arange(1, n + 1, dtype=np.float64)
+    # rho: the largest j with descending_j - (cumsum_j - 1) / j > 0 (j >= 1 always).
+    support = descending - cumulative / index > 0
+    rho = n - 1 - np.argmax(support[:, ::-1], axis=1)
+    tau = cumulative[np.arange(rows.shape[0]), rho] / (rho + 1.0)
+    projected = np.maximum(rows - tau[:, None], 0.0)
+    return projected.reshape(values.shape)

@@ -1,0 +1,58 @@
+"""The planner: the theorems turned into numbers, and the regime guide.
+
+Pure functions of public numbers (or of data the user may look at), each
+citing the theorem it evaluates (``docs/design.rst``, "The planner"):
+
+* :mod:`._sparse_vector` -- how many teachers the stability test needs, and
+  what passes it;
+* :mod:`._sample_size` -- sample sizes and schedules of the other
+  estimators;
+* :mod:`._outcomes` and :mod:`._regime` -- which mechanism answers, and how
+  well, for a distribution of vote histograms.
+"""
+
+from ._outcomes import confident_gnmax_outcome
+from ._regime import (
+    MECHANISMS,
+    MarginHistogram,
+    predict_regime,
+    private_margin_histogram,
+    public_vote_counts,
+)
+from ._sample_size import (
+    KernelRidgeSchedule,
+    erm_sample_size,
+    kernel_ridge_schedule,
+    private_prediction_r,
+    statistical_query_sample_size,
+)
+from ._sparse_vector import (
+    auto_n_estimators,
+    distance_at_agreement,
+    min_distance_to_pass,
+    n_estimators_for_agreement,
+    n_estimators_for_agreement_by_calibration,
+    pass_probability,
+    theorem_3_11_n_estimators,
+)
+
+__all__ = [
+    "MECHANISMS",
+    "KernelRidgeSchedule",
+    "MarginHistogram",
+    "auto_n_estimators",
+    "confident_gnmax_outcome",
+    "distance_at_agreement",
+    "erm_sample_size",
+    "kernel_ridge_schedule",
+    "min_distance_to_pass",
+    "n_estimators_for_agreement",
+    "n_estimators_for_agreement_by_calibration",
+    "pass_probability",
+    "predict_regime",
+    "private_margin_histogram",
+    "private_prediction_r",
+    "public_vote_counts",
+    "statistical_query_sample_size",
+    "theorem_3_11_n_estimators",
+]

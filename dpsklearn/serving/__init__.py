@@ -1,0 +1,17 @@
+"""Serving: the one loop that answers queries, its state, its cache, its status.
+
+* :func:`serve` -- lock, budget, answer (with the release cache), counters,
+  verbose line, pad or raise: every estimator's ``predict`` goes through it.
+* :class:`ServingState` -- the one mutable object of a fitted model, kept in
+  memory or in a :class:`~dpsklearn.PrivacyLedger` record.
+* :class:`ReleaseCache` and :func:`row_keys` -- a row asked again gets the
+  answer already released, free.
+* :class:`BudgetStatus` -- the one schema of ``budget_status()``.
+"""
+
+from ._cache import ReleaseCache, row_keys
+from ._loop import serve
+from ._state import ServingState
+from ._status import BudgetStatus
+
+__all__ = ["BudgetStatus", "ReleaseCache", "ServingState", "row_keys", "serve"]

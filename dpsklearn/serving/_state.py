@@ -1,0 +1,251 @@
+"""The serving state of a fitted private model, in memory or in a ledger.
+
+Everything that changes while a fitted model answers queries lives in one
+:class:`ServingState` created by ``fit``: the mechanism's engine (noise,
+abstention count, noisy threshold), the release caches, the counters and a
+lock. No fitted numpy array is mutated in place, so ``set_params`` after
+``fit`` cannot change a running model, and fitted arrays may be memory-mapped
+read-only.
+
+Copies. A copy made by pickle or :func:`copy.deepcopy` draws fresh noise
+(the engine's :class:`~dpsklearn.noise.NoiseSource` reseeds) unless
+``noise_random_state`` fixed it: a copy that replayed the original's noise
+would let anyone cancel it. Without a ledger such a copy carries a second,
+independent budget.
+
+Durability. Bound to a :class:`~dpsklearn.PrivacyLedger` record
+(:meth:`ServingState.bind_ledger`, at ``fit``), ``with state.serving():``
+loads the stored state, the model answers, and the new state is committed
+in the same ledger transaction before the answers are returned, so a copy,
+a reloaded pickle or a restarted process continues from the stored state
+and never gets budget back (``docs/design.rst``, "Serving state, copies and
+the ledger").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from ._status import BudgetStatus
+
+__all__ = ["ServingState"]
+
+# Engine state that is as secret as the data: stored apart from the public
+# counters (a ledger may be told not to keep it) and never shown.
+_SECRET_ENGINE_KEYS = ("noisy_threshold",)
+_COUNTERS = ("n_served", "n_rows", "n_answered", "n_abstained")
+
+
+class ServingState:
+    """Mutable serving state of one fitted model.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The calibrated mechanism (public, frozen).
+    engine : Engine or None
+        Its running engine (None for a model released at ``fit``).
+    budget : tuple of float
+        The model's total ``(epsilon, delta)``.
+    max_queries : int or None
+        Cap in query units (None: no cap).
+    costs : dict of str to int, optional
+        Query units per row of each method (default 1).
+    caches : dict of str to ReleaseCache, optional
+        The release cache of each method that has one; two methods may share
+        one cache (then a row released by either is free for both).
+    on_exhausted : {"raise", "abstain"}, default="raise"
+    fill : object, optional
+        The answer padded in for ``on_exhausted="abstain"``.
+    cap_name : str, default="max_queries"
+        The parameter the cap comes from, for messages.
+    verbose : int, default=0
+    label : str, optional
+        The estimator's name, for messages and the ledger.
+
+    Attributes
+    ----------
+    n_served : int
+        Query units spent.
+    n_rows, n_answered, n_abstained : int
+        Rows released, answered and abstained on.
+    ledger_binding : tuple of (PrivacyLedger, str) or None
+        The ledger and model record id this state is stored under.
+    """
+
+    ledger_binding = None
+    _ledger_version = None
+
+    def __init__(
+        self,
+        mechanism,
+        engine,
+        *,
+        budget,
+        max_queries=None,
+        costs=None,
+        caches=None,
+        on_exhausted="raise",
+        fill=None,
+        cap_name="max_queries",
+        verbose=0,
+        label=None,
+    ):
+        self.mechanism = mechanism
+        self.engine = engine
+        self.budget = (float(budget[0]), float(budget[1]))
+        self.max_queries = max_queries
+        self.costs = dict(costs or {})
+        self.caches = dict(caches or {})
+        self.on_exhausted = on_exhausted
+        self.fill = fill
+        self.cap_name = cap_name
+        self.verbose = verbose
+        self.label = label
+        self.accountant = None
+        for name in _COUNTERS:
+            setattr(self, name, 0)
+        self.lock = threading.RLock()
+
+    # -- the budget in query units ---------------------------------------------
+    def affordable(self, n_requested, cost=1):
+        """How many of ``n_requested`` rows of ``cost`` units the cap still allows."""
+        if self.max_queries is None:
+            return n_requested
+        return max(0, min(n_requested, (self.max_queries - self.n_served) // cost))
+
+    def record(self, n_rows, n_abstained):
+        """Count rows the engine just released."""
+        self.n_rows += int(n_rows)
+        self.n_abstained += int(n_abstained)
+        self.n_answered += int(n_rows) - int(n_abstained)
+
+    def exhausted_reason(self, method):
+        """Why a batch could not be answered in full (public words)."""
+        if self.engine is not None and self.engine.halted:
+            return self.engine.halt_reason()
+        cost = self.costs.get(method, 1)
+        per_row = "" if cost == 1 else f" ({cost} units per {method} row)"
+        return f"{self.cap_name}={self.max_queries} query units are spent{per_row}"
+
+    def status(self):
+        """The public counters as a :class:`BudgetStatus`."""
+        with self.serving():
+            engine = self.engine
+            if engine is None:
+                spent = self.budget  # released as a whole at fit
+            else:
+                spent = self.mechanism.spent(self.n_served, engine)
+            epsilon, delta = self.budget
+            return BudgetStatus(
+                n_served=self.n_rows,
+                n_answered=self.n_answered,
+                n_abstained=self.n_abstained,
+                n_failed_tests=0 if engine is None else engine.n_failed_tests,
+                query_units_spent=self.n_served,
+                max_queries=self.max_queries,
+                spent=(float(spent[0]), float(spent[1])),
+                remaining=(max(0.0, epsilon - spent[0]), max(0.0, delta - spent[1])),
+                halted=bool(engine is not None and engine.halted),
+            )
+
+    # -- durable state ---------------------------------------------------------
+    def bind_ledger(self, accountant, label=None):
+        """Remember the accountant; store this state under a new ledger record.
+
+        Called at the end of ``fit``. Any accountant other than a ledger
+        leaves the state in memory.
+
+        Returns
+        -------
+        model_id : str or None
+            The record's random id, or None when nothing was bound.
+        """
+        self.accountant = accountant
+        register = getattr(accountant, "_register_model", None)
+        if register is None:
+            return None
+        with self.lock:
+            state, secret = self._snapshot()
+            model_id = register(label, state, secret)
+            self.ledger_binding = (accountant, model_id)
+            self._ledger_version = 1
+        return model_id
+
+    @contextlib.contextmanager
+    def serving(self):
+        """Hold the state for one batch of answers: ``with state.serving(): ...``.
+
+        In memory this is ``with state.lock``. Bound to a ledger it also holds
+        the ledger's write lock, loads the stored state first and stores the
+        new state last, committed before the block's answers can be returned
+        (also when the block raises: the state only moves forward).
+        """
+        with self.lock:
+            if self.ledger_binding is None:
+                yield self
+                return
+            ledger, model_id = self.ledger_binding
+            with ledger._model_transaction(model_id) as record:
+                try:
+                    self._load(record)
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"the ledger record {model_id} of this model is corrupt or "
+                        f"belongs to another model ({type(exc).__name__}); "
+                        "the model answers nothing."
+                    ) from None
+                try:
+                    yield self
+                finally:
+                    self._ledger_version = record.save(*self._snapshot())
+
+    def _snapshot(self):
+        state = {name: int(getattr(self, name)) for name in _COUNTERS}
+        secret = {}
+        engine_state = None if self.engine is None else self.engine.get_state()
+        if engine_state is not None:
+            engine_state = dict(engine_state)
+            for key in _SECRET_ENGINE_KEYS:
+                if key in engine_state:
+                    secret[key] = engine_state.pop(key)
+            state["engine"] = engine_state
+        return state, (secret or None)
+
+    def _load(self, record):
+        """Continue from a stored record (never from this object's own copy).
+
+        A noisy threshold the record does not hold is taken from memory only
+        when this object wrote the record's current version; otherwise the
+        engine redraws it and charges one abstention.
+        """
+        state = record.state
+        secret = record.secret or {}
+        self.n_served = int(state["n_served"])
+        for name in _COUNTERS[1:]:
+            setattr(self, name, int(state.get(name, 0)))
+        if "engine" in state:
+            engine_state = dict(state["engine"])
+            noisy = secret.get("noisy_threshold")
+            if noisy is None and record.version == self._ledger_version:
+                noisy = self.engine.get_state().get("noisy_threshold")
+            engine_state["noisy_threshold"] = noisy
+            self.engine.set_state(engine_state)
+        self._ledger_version = record.version
+
+    def __repr__(self):
+        return (
+            f"ServingState(n_served={self.n_served}, "
+            f"n_failed_tests={getattr(self.engine, 'n_failed_tests', 0)})"
+        )
+
+    def __getstate__(self):
+        with self.lock:
+            state = self.__dict__.copy()
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lock = threading.RLock()

@@ -1,0 +1,66 @@
+"""The one schema of a fitted model's public serving counters."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["BudgetStatus"]
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """Where a fitted private model stands: what it served and what it has left.
+
+    Returned by every estimator's ``budget_status()``. Only public figures:
+    counters and ``(epsilon, delta)``, never votes, noise or thresholds.
+
+    Attributes
+    ----------
+    n_served : int
+        Query rows the mechanism released an answer for (a row asked again
+        and answered from the release cache is not counted twice; rows
+        padded with ``abstain_label`` after a halt are not counted).
+    n_answered : int
+        Of those, rows given a real answer (a passed test, a noisy-max or
+        noisy-mean fallback, a per-query release).
+    n_abstained : int
+        Of those, rows answered by abstaining: ``n_served = n_answered +
+        n_abstained``.
+    n_failed_tests : int
+        Stability tests (or Confident-GNMax threshold checks) that failed.
+        A failed test is answered by the fallback, so it need not be an
+        abstention.
+    query_units_spent : int
+        Query units charged against ``max_queries`` (a ``predict_proba``
+        row may cost several).
+    max_queries : int or None
+        The cap in query units (None: no cap).
+    spent : tuple of float
+        ``(epsilon, delta)`` that the releases so far cost, under the
+        mechanism's own calibration.
+    remaining : tuple of float
+        ``(epsilon, delta)`` of the model's budget not yet spent.
+    halted : bool
+        Whether the model answers nothing more (beyond free abstentions).
+
+    Examples
+    --------
+    >>> from dpsklearn.serving import BudgetStatus
+    >>> status = BudgetStatus(10, 8, 2, 2, 10, None, (0.2, 0.0), (0.8, 1e-5), False)
+    >>> status.n_answered + status.n_abstained == status.n_served
+    True
+    """
+
+    n_served: int
+    n_answered: int
+    n_abstained: int
+    n_failed_tests: int
+    query_units_spent: int
+    max_queries: int | None
+    spent: tuple
+    remaining: tuple
+    halted: bool
+
+    def as_dict(self):
+        """The figures as a plain dict (for JSON and tables)."""
+        return asdict(self)
