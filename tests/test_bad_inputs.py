@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 6 item 4; SPEC 6).
+"""The bad-input catalogue.
 
 Every bad input, to every estimator, is refused with a ``ValueError`` or
 ``TypeError`` (``NotFittedError`` for a query before ``fit``) whose message

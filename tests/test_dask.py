@@ -1,4 +1,5 @@
-"""Training teachers on a Dask cluster through joblib (issue 8 item 3, SPEC 2.1).
+"""Training teachers on a Dask cluster through joblib (docs/design.rst,
+"Shards and teachers").
 
 A two-worker ``distributed.LocalCluster`` (separate processes, loopback only)
 fits the teachers under ``joblib.parallel_config(backend="dask")``; the fitted

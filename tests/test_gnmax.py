@@ -1,4 +1,4 @@
-"""GNMax and Confident-GNMax (SPEC 3.1, issue 7 item 1).
+"""GNMax and Confident-GNMax (docs/design.rst, "GNMax and Confident-GNMax").
 
 * the discrete Gaussian sampler against its pmf (chi-square);
 * the worst-case calibration against dp_accounting's RDP accountant: it

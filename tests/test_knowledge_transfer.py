@@ -1,4 +1,7 @@
-"""KnowledgeTransferClassifier (SPEC 3.2; seed 002, Algorithm 5)."""
+"""KnowledgeTransferClassifier (Bassily, Thakkar and Thakurta 2018, Algorithm 5).
+
+See docs/design.rst, "Knowledge transfer to a student".
+"""
 
 from __future__ import annotations
 

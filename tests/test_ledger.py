@@ -1,4 +1,6 @@
-"""Tests for dpsklearn.ledger: one durable budget across processes (SPEC 4, issue 5).
+"""Tests for dpsklearn.ledger: one durable budget across processes.
+
+See docs/design.rst, "Serving state, copies and the ledger".
 
 Every ledger lives in pytest's ``tmp_path``. The multi-process tests use
 the ``spawn`` start method and a child interpreter killed with SIGKILL, so

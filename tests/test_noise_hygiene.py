@@ -1,4 +1,7 @@
-"""Noise hygiene (issue 6 item 5, second half; SPEC 1 Randomness, SPEC 8).
+"""Noise hygiene: where mechanism noise comes from, and what copies do with it.
+
+See docs/design.rst, "Noise primitives" and "Serving state, copies and the
+ledger".
 
 Mechanism noise comes from OS entropy at every ``fit`` unless
 ``noise_random_state`` is set:

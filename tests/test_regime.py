@@ -1,4 +1,5 @@
-"""Tests for the regime guide (dpsklearn.regime, issue 7 item 4)."""
+"""Tests for the regime guide (dpsklearn.regime): predicted answer rates and
+accuracy against Monte Carlo runs of the real estimators."""
 
 import copy
 import math
@@ -192,7 +193,7 @@ def _fit(model, X, y):
 def _monte_carlo(model, X_query, y_query, repeats, seed=0):
     """Answered fraction and accuracy of ``repeats`` runs of the real estimator.
 
-    Each run is a copy of the fitted model (copies reseed their noise, SPEC 8)
+    Each run is a copy of the fitted model (copies reseed their noise)
     asked an i.i.d. stream of ``len(X_query)`` rows drawn from ``X_query``:
     the query model of :func:`predict_regime`.
     """

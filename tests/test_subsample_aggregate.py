@@ -1,4 +1,7 @@
-"""SubsampleAggregateClassifier end to end (SPEC 1, 3.1, 6, 8; issue 2).
+"""SubsampleAggregateClassifier end to end.
+
+See docs/design.rst, "Neighbouring datasets and what epsilon covers" and
+"The sparse vector stability test".
 
 Randomised checks say what fails them with which probability; everything
 else is deterministic (fixed ``random_state``, and ``noise_random_state``
@@ -149,7 +152,7 @@ def test_model_halts_when_abstentions_reach_max_unstable():
         model.predict(X_QUERY[:1])
     assert info.value.n_answered == 0
     assert model.budget_status()["abstention_count"] == 3
-    # The error carries the spends, never the secret state (SPEC 1, 6).
+    # The error carries the spends, never the secret state.
     secret = engine.get_state()["noisy_threshold"]
     assert f"{secret:g}" not in str(err) and "noisy" not in str(err)
     assert err.spends and all(hasattr(e, "epsilon") for e in err.spends)
