@@ -57,7 +57,6 @@ import pytest
 from scipy import stats
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.kernel_ridge import KernelRidge
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import (
     DecisionStumps,
@@ -100,10 +99,6 @@ CHI2_FAILURE = 1e-6
 _TABLE: list[tuple] = []
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):

@@ -24,7 +24,6 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import (
     DecisionStumps,
@@ -48,10 +47,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 # -- data ---------------------------------------------------------------------

@@ -13,7 +13,6 @@ mechanism. With ``mechanism="gnmax"`` it has none: ``predict`` and
 
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from threadpoolctl import threadpool_limits
 
 from dpsklearn.knowledge_transfer import KnowledgeTransferClassifier
 from dpsklearn.private_prediction import (
@@ -92,11 +91,6 @@ def _expected_failed_checks(estimator):
     return {}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    # Many tiny teacher fits: BLAS threads only oversubscribe the CPU.
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")

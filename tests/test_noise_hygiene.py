@@ -34,7 +34,6 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import (
     DecisionStumps,
@@ -54,10 +53,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 _RNG = np.random.default_rng(0)

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.datasets import make_classification, make_regression
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
 from dpsklearn._serving import ReleaseCache, row_keys
@@ -41,11 +40,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 FAILURE_PROBABILITY = 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    # Hundreds of tiny teacher fits: BLAS threads only oversubscribe the CPU.
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _spent(accountant):

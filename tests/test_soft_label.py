@@ -16,7 +16,6 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Perceptron
 from sklearn.svm import SVC
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
 from dpsklearn.calibration import calibrate_sparse_vector
@@ -26,10 +25,6 @@ from dpsklearn.sparse_vector import SparseVectorEngine
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _zeros(start, stop):
