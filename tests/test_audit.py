@@ -31,12 +31,13 @@ import io
 import itertools
 import math
 import pathlib
-import time
 import tokenize
 
 import _bad_variants as bad
 import numpy as np
 import pytest
+from _helpers import AuditTable
+from _helpers import assert_private as _assert_private
 from scipy import stats
 
 import dpsklearn
@@ -63,82 +64,25 @@ RUNS_SOFT_MAJORITY_BAD = 1_000_000  # to measure the leak near 2 precisely
 RUNS_SIMULATED_SVT = 400_000  # half of them choose the event
 RUNS_ENGINE = 100_000
 
-# (mechanism, neighbours, runs per neighbour, claimed, epsilon_lower,
-#  point estimate, exact loss or "", verdict)
-_TABLE: list[tuple] = []
+_TABLE = AuditTable(
+    "privacy audit",
+    f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
+    "runs/side include event-selection runs where the event was chosen.",
+)
+_audit_table = _TABLE.fixture()
 
 
 def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
     caught = result.epsilon_lower > claimed
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            result.n_runs + result.n_selection_runs,
-            claimed,
-            result.epsilon_lower,
-            result.epsilon_hat,
-            "" if exact is None else f"{exact:.3f}",
-            "LEAK CAUGHT" if caught else "ok",
-        )
-    )
-
-
-def _format_table():
-    header = (
-        "mechanism",
-        "neighbours",
-        "runs/side",
-        "claimed",
-        "eps_lower",
-        "eps_hat",
-        "exact",
-        "verdict",
-    )
-    rows = [header] + [
-        (m, nb, f"{n:,}", f"{c:g}", f"{lo:.3f}", f"{hat:.3f}", ex, v)
-        for m, nb, n, c, lo, hat, ex, v in _TABLE
-    ]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True))
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(
-        f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
-        "runs/side include event-selection runs where the event was chosen."
-    )
-    return lines
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _audit_table(request):
-    start = time.perf_counter()
-    yield
-    if not _TABLE:
-        return
-    lines = _format_table()
-    lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if reporter is None or capture is None:  # pragma: no cover
-        print("\n".join(lines))
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line("")
-        reporter.write_sep("-", "privacy audit")
-        for line in lines:
-            reporter.write_line(line)
-
-
-def _assert_private(result, claimed):
-    assert result.epsilon_lower <= claimed, (
-        f"audit found a leak: {result} (claimed {claimed})"
-    )
-    assert result.epsilon_lower >= 0.5 * claimed, (
-        f"audit lacks power: {result} (claimed {claimed})"
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"{result.n_runs + result.n_selection_runs:,}",
+        f"{claimed:g}",
+        f"{result.epsilon_lower:.3f}",
+        f"{result.epsilon_hat:.3f}",
+        "" if exact is None else f"{exact:.3f}",
+        "LEAK CAUGHT" if caught else "ok",
     )
 
 

@@ -49,11 +49,12 @@ file is deterministic. The table of measured figures is printed at the end.
 from __future__ import annotations
 
 import math
-import time
 
 import _bad_variants as bad
 import numpy as np
 import pytest
+from _helpers import AuditTable
+from _helpers import assert_private as _assert_private
 from scipy import stats
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.kernel_ridge import KernelRidge
@@ -94,100 +95,40 @@ RUNS_ERM = 400_000  # vectorised sampler
 RUNS_PRIVATE_PREDICTION = 200_000  # one batched predict per neighbour
 CHI2_FAILURE = 1e-6
 
-# (mechanism, neighbours, runs per neighbour, claimed, epsilon_lower,
-#  point estimate, exact loss or "", verdict)
-_TABLE: list[tuple] = []
-
-
+_TABLE = AuditTable(
+    "estimator privacy audit",
+    f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
+    "'exact' rows enumerate the output distributions (no sampling); a "
+    "BAD row is a known-bad variant that must show a leak.",
+)
+_audit_table = _TABLE.fixture()
 
 
 def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            f"{result.n_runs + result.n_selection_runs:,}",
-            claimed,
-            f"{result.epsilon_lower:.3f}",
-            f"{result.epsilon_hat:.3f}",
-            "" if exact is None else f"{exact:.3f}",
-            "LEAK" if result.epsilon_lower > claimed else "ok",
-        )
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"{result.n_runs + result.n_selection_runs:,}",
+        f"{claimed:.4g}",
+        f"{result.epsilon_lower:.3f}",
+        f"{result.epsilon_hat:.3f}",
+        "" if exact is None else f"{exact:.3f}",
+        "LEAK" if result.epsilon_lower > claimed else "ok",
     )
 
 
 def _record_exact(mechanism, neighbours, claimed, exact, delta):
     verdict = "LEAK" if exact > claimed else "ok"
     shown = "inf" if math.isinf(exact) else f"{exact:.3f}"
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            f"exact (delta={delta:g})",
-            claimed,
-            "",
-            "",
-            shown,
-            verdict,
-        )
-    )
-
-
-def _format_table():
-    header = (
-        "mechanism",
-        "neighbours",
-        "runs/side",
-        "claimed",
-        "eps_lower",
-        "eps_hat",
-        "exact",
-        "verdict",
-    )
-    rows = [header] + [
-        (m, nb, n, f"{c:.4g}", lo, hat, ex, v) for m, nb, n, c, lo, hat, ex, v in _TABLE
-    ]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True))
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(
-        f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
-        "'exact' rows enumerate the output distributions (no sampling); a "
-        "BAD row is a known-bad variant that must show a leak."
-    )
-    return lines
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _audit_table(request):
-    start = time.perf_counter()
-    yield
-    if not _TABLE:
-        return
-    lines = _format_table()
-    lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if reporter is None or capture is None:  # pragma: no cover
-        print("\n".join(lines))
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line("")
-        reporter.write_sep("-", "estimator privacy audit")
-        for line in lines:
-            reporter.write_line(line)
-
-
-def _assert_private(result, claimed):
-    assert result.epsilon_lower <= claimed, (
-        f"audit found a leak: {result} (claimed {claimed})"
-    )
-    assert result.epsilon_lower >= 0.5 * claimed, (
-        f"audit lacks power: {result} (claimed {claimed})"
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"exact (delta={delta:g})",
+        f"{claimed:.4g}",
+        "",
+        "",
+        shown,
+        verdict,
     )
 
 

@@ -10,11 +10,11 @@ each task must carry only its own shards' rows, never the whole ``X``.
 from __future__ import annotations
 
 import logging
-import warnings
 
 import joblib
 import numpy as np
 import pytest
+from _helpers import fit_quietly
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 
@@ -95,9 +95,7 @@ def _model(**params):
 
 
 def _fit(model, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
-        return model.fit(X, y)
+    return fit_quietly(model, X, y, PrivacyLeakWarning)  # noise_random_state
 
 
 def test_dask_fit_votes_identical_to_local_fit(dask_cluster, data):

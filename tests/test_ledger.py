@@ -27,10 +27,9 @@ import time
 
 import numpy as np
 import pytest
+from _helpers import STUMP, two_blobs
 from sklearn.base import clone
-from sklearn.datasets import make_blobs
 from sklearn.model_selection import GridSearchCV
-from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
 from dpsklearn.accounting import PrivacyAccountant, PrivacyEvent, max_events
@@ -39,16 +38,10 @@ from dpsklearn.ledger import LedgerError, PrivacyLedger
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 DELTA = 1e-6
-STUMP = DecisionTreeClassifier(max_depth=1)
 
 
 def _blobs(n, seed):
-    return make_blobs(
-        n_samples=n,
-        centers=[[-3.0, -3.0], [3.0, 3.0]],
-        cluster_std=1.0,
-        random_state=seed,
-    )
+    return two_blobs(n, seed, centre=3.0)
 
 
 def _model(ledger, **params):

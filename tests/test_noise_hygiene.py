@@ -33,7 +33,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from _helpers import STUMP
+from sklearn.tree import DecisionTreeRegressor
 
 from dpsklearn import (
     DecisionStumps,
@@ -64,7 +65,6 @@ Y_REG = np.clip(X[:, 0] + 0.3 * _RNG.normal(size=N), -3, 3)
 QUERIES = _RNG.normal(size=(80, 3))
 FIRST, SECOND = QUERIES[:30], QUERIES[30:]
 
-STUMP = DecisionTreeClassifier(max_depth=1)
 REG_STUMP = DecisionTreeRegressor(max_depth=2)
 
 

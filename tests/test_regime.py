@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import STUMP, fit_quietly
 from scipy.special import expit
-from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import (
     BudgetExhaustedError,
@@ -185,9 +185,7 @@ def synthetic():
 
 
 def _fit(model, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return model.fit(X, y)
+    return fit_quietly(model, X, y, UserWarning)
 
 
 def _monte_carlo(model, X_query, y_query, repeats, seed=0):
@@ -215,7 +213,7 @@ def _predicted(model, X_query, y_query, **kwargs):
     return _by(predict_regime(counts, y_true=y_query, **kwargs))
 
 
-TEACHER = DecisionTreeClassifier(max_depth=1)
+TEACHER = STUMP
 
 
 def test_private_prediction_matches_monte_carlo(synthetic):
