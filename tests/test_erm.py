@@ -520,7 +520,7 @@ def test_erm_scale_benchmark_runs_and_writes_its_tables(tmp_path):
             "5",
             "--repeats",
             "1",
-            "--out-dir",
+            "--out",
             str(tmp_path),
         ]
     )
