@@ -1,7 +1,7 @@
-"""What does tight composition buy? (issue 5)
+"""What does tight composition buy over basic composition?
 
 Two measurements, every figure reported as min(basic, composition) as the
-accountant reports it (SPEC section 4):
+accountant reports it:
 
 1. How many exponential-mechanism predictions at ``eps_q = 0.05`` fit in a
    budget of ``(epsilon = 1, delta = 1e-6)`` under each composition. Counted
@@ -18,9 +18,9 @@ Also reported: the per-prediction ``eps_q`` that
 :func:`~dpsklearn.accounting.calibrate_epsilon` derives for 1,000
 exponential-mechanism predictions in the same budget.
 
-Reference figures (independent computations, issue 5): predictions basic 20,
-zCDP (SPEC conversion) 55, RDP (dp_accounting) 77; 1,000 Laplace events basic
-10.0, RDP 1.47, PLD 1.36.
+Reference figures (independent computations): predictions basic 20, zCDP
+(converted with eps = rho + 2 sqrt(rho ln(1/delta))) 55, RDP (dp_accounting)
+77; 1,000 Laplace events basic 10.0, RDP 1.47, PLD 1.36.
 
 Usage::
 
@@ -29,23 +29,32 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
 
-from dpsklearn.accounting import (
-    COMPOSITIONS,
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
+
+from dpsklearn import (  # noqa: E402
+    BudgetExhaustedError,
     PrivacyAccountant,
     PrivacyEvent,
+)
+from dpsklearn.accounting import (  # noqa: E402
+    COMPOSITIONS,
     calibrate_epsilon,
     compose_epsilon,
     max_events,
 )
-from dpsklearn.exceptions import BudgetExhaustedError
 
 EPSILON, DELTA = 1.0, 1e-6
 EPS_Q = 0.05
@@ -146,12 +155,13 @@ def _fmt(x, digits=3):
 
 
 def markdown(result):
+    env = result["environment"]
     lines = [
         "# Accounting benchmark: what tight composition buys",
         "",
         f"Command: `{result['command']}`  ",
-        f"dp-accounting {result['dp_accounting']}, Python {result['python']}, "
-        f"{result['platform']}; wall time {result['wall_seconds']:.1f} s.",
+        f"dp-accounting {env['dp_accounting']}, Python {env['python']}, "
+        f"{env['platform']}; wall time {result['wall_seconds']:.1f} s.",
         "",
         "Every figure is min(basic, composition), as the accountant reports it. "
         "`advanced` and `pld` are available to a model's own accountant only "
@@ -198,7 +208,7 @@ def markdown(result):
         )
     lines += [
         "",
-        "dpsklearn adds discrete (grid) Laplace noise only (SPEC section 1), "
+        "dpsklearn adds discrete (grid) Laplace noise only, "
         "accounted as the worst-case eps-DP pair (randomized response for RDP, "
         "`DiscreteLaplaceDpEvent(eps, 1)` for PLD; exact for discrete Laplace "
         "at sensitivity one unit). Real-valued Laplace noise "
@@ -224,36 +234,20 @@ def markdown(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="skip the one-by-one spending loop"
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks",
-        help="output directory (default: docs/benchmarks)",
-    )
-    args = parser.parse_args(argv)
+    args = cli(__doc__, argv, quick_help="skip the one-by-one spending loop")
     start = time.perf_counter()
     result = {
-        "command": "python benchmarks/accounting.py"
-        + (" --quick" if args.quick else ""),
+        "command": command("accounting.py", "--quick" if args.quick else ""),
         "quick": args.quick,
-        "dp_accounting": metadata.version("dp-accounting"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
+        "environment": environment(dp_accounting=metadata.version("dp-accounting")),
         "budget": {"epsilon": EPSILON, "delta": DELTA},
         "predictions": predictions(args.quick),
         "laplace": laplace_events(),
         "calibration": calibration(args.quick),
     }
     result["wall_seconds"] = time.perf_counter() - start
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "accounting.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = markdown(result)
-    (args.out / "accounting.md").write_text(text)
-    print(text)
+    write_json(args.out / "accounting.json", result)
+    print(write_markdown(args.out / "accounting.md", markdown(result)))
     for row in result["predictions"]:
         ref = row["reference"]
         if ref is not None and row["n_predictions"] != ref:

@@ -1,4 +1,4 @@
-"""What does training the teachers on a Dask cluster cost per task? (issue 8)
+"""What does training the teachers on a Dask cluster cost per task?
 
 The teachers of a ``SubsampleAggregateClassifier`` are fitted through joblib,
 so ``with joblib.parallel_config(backend="dask"): model.fit(X, y)`` trains
@@ -29,11 +29,10 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -45,9 +44,19 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.parallel import Parallel, delayed
 
-from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.datasets import load_adult
-from dpsklearn.demo import adult_encoder
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
+
+from dpsklearn import SubsampleAggregateClassifier  # noqa: E402
+from dpsklearn.datasets import load_adult  # noqa: E402
+from dpsklearn.demo import adult_encoder  # noqa: E402
 
 N_WORKERS = 2
 
@@ -170,13 +179,10 @@ def measure(n_rows, k_values, n_empty, repeats):
     return {
         "workers": N_WORKERS,
         "repeats": repeats,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "joblib": joblib.__version__,
-            "distributed": distributed.__version__,
-            "load_average_1min": [round(min(load), 2), round(max(load), 2)],
-        },
+        "environment": environment(
+            joblib=joblib.__version__, distributed=distributed.__version__
+        ),
+        "load_average_1min_while_measuring": [round(min(load), 2), round(max(load), 2)],
         "cluster_start_seconds": cluster_start,
         "empty_tasks": {
             "n_tasks": n_empty,
@@ -197,11 +203,10 @@ def _ms_range(values):
 
 def write(result, out_dir):
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "dask_overhead.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out_dir / "dask_overhead.json", result)
     empty = result["empty_tasks"]
-    machine = result["machine"]
-    low, high = machine["load_average_1min"]
+    machine = result["environment"]
+    low, high = result["load_average_1min_while_measuring"]
     lines = [
         "# Dask vs loky: overhead per task",
         "",
@@ -246,22 +251,18 @@ def write(result, out_dir):
         "bandwidth.",
         "",
     ]
-    (out_dir / "dask_overhead.md").write_text("\n".join(lines))
+    write_markdown(out_dir / "dask_overhead.md", lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="8,000 rows, k=100, 200 empty tasks, 3 repeats",
+    args = cli(
+        __doc__, argv, quick_help="8,000 rows, k=100, 200 empty tasks, 3 repeats"
     )
-    parser.add_argument("--out", default="docs/benchmarks")
-    args = parser.parse_args(argv)
     if args.quick:
         result = measure(8_000, [100], n_empty=200, repeats=3)
     else:
         result = measure(32_561, [100, 1000], n_empty=1000, repeats=5)
+    result["command"] = command("dask_overhead.py", "--quick" if args.quick else "")
     print(json.dumps(result, indent=2))
     write(result, args.out)
     return 0

@@ -1,4 +1,4 @@
-"""How fast is ExponentialMechanismERM over 51,200 decision stumps? (SPEC 3.6, 7)
+"""How fast is ExponentialMechanismERM over 51,200 decision stumps?
 
 Fits ``ExponentialMechanismERM`` with ``DecisionStumps`` (100 features x 256
 thresholds x 2 signs = 51,200 hypotheses) on 100,000 rows and reports the fit
@@ -15,32 +15,28 @@ Usage::
 
     python benchmarks/erm_scale.py            # full: 100,000 x 100
     python benchmarks/erm_scale.py --quick    # CI: 10,000 x 100
+    python benchmarks/erm_scale.py --quick --out DIR   # (--out-dir DIR also works)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from dpsklearn.erm import DecisionStumps, ExponentialMechanismERM
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ROOT = Path(__file__).resolve().parent.parent
+from _harness import (  # noqa: E402
+    best_of,
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
 
-
-def best_time(fn, repeats):
-    """Smallest wall time of ``repeats`` calls (the least disturbed run)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), times
+from dpsklearn import DecisionStumps, ExponentialMechanismERM  # noqa: E402
 
 
 def run(n_samples, n_features, n_thresholds, repeats, seed=0):
@@ -51,7 +47,7 @@ def run(n_samples, n_features, n_thresholds, repeats, seed=0):
     flip = rng.random(n_samples) < 0.1  # 10% label noise
     y[flip] = 1 - y[flip]
 
-    argsort_s, argsort_all = best_time(lambda: np.argsort(X, axis=0), repeats)
+    argsort_s = best_of(lambda: np.argsort(X, axis=0), repeats)
 
     model = {}
 
@@ -62,7 +58,7 @@ def run(n_samples, n_features, n_thresholds, repeats, seed=0):
             classes=[0, 1],
         ).fit(X, y)
 
-    fit_s, fit_all = best_time(fit, repeats)
+    fit_s = best_of(fit, repeats)
     clf = model["clf"]
     h = clf.hypothesis_
     return {
@@ -78,8 +74,6 @@ def run(n_samples, n_features, n_thresholds, repeats, seed=0):
         "ratio": fit_s / argsort_s,
         "goal_ratio": 3.0,
         "meets_goal": bool(fit_s / argsort_s <= 3.0),
-        "fit_seconds_all_runs": fit_all,
-        "argsort_seconds_all_runs": argsort_all,
         "repeats": repeats,
         "chosen_stump": {
             "feature": h.feature,
@@ -90,16 +84,13 @@ def run(n_samples, n_features, n_thresholds, repeats, seed=0):
         "informative_feature": informative,
         "training_accuracy": float(clf.score(X, y)),
         "brute_force_comparisons_avoided": n_samples * clf.n_hypotheses_,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "environment": environment(),
     }
 
 
 def to_markdown(result):
     r = result
+    env = r["environment"]
     return "\n".join(
         [
             "# ExponentialMechanismERM at scale: 51,200 decision stumps",
@@ -127,34 +118,37 @@ def to_markdown(result):
             "O(n d + |C|). Evaluating every stump on every row would "
             f"be {r['brute_force_comparisons_avoided']:.2e} comparisons.",
             "",
-            f"numpy {r['numpy']}, Python {r['python']}, {r['machine']}, "
-            f"{r['cpu_count']} CPUs, 1-minute load average "
-            f"{r['load_average_1min']}.",
+            f"numpy {env['numpy']}, Python {env['python']}, {env['machine']}, "
+            f"{env['cpus']} CPUs, 1-minute load average "
+            f"{env['load_average_1min']}.",
             "",
         ]
     )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 rows (CI)")
-    parser.add_argument("--n-samples", type=int, default=None)
-    parser.add_argument("--n-features", type=int, default=100)
-    parser.add_argument("--n-thresholds", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "benchmarks")
-    args = parser.parse_args(argv)
+    def add_arguments(parser):
+        parser.add_argument("--n-samples", type=int, default=None)
+        parser.add_argument("--n-features", type=int, default=100)
+        parser.add_argument("--n-thresholds", type=int, default=256)
+        parser.add_argument("--repeats", type=int, default=None)
+
+    args = cli(
+        __doc__,
+        argv,
+        quick_help="10,000 rows (CI); writes erm_scale_quick.*",
+        add_arguments=add_arguments,
+    )
 
     n_samples = args.n_samples or (10_000 if args.quick else 100_000)
     repeats = args.repeats or (3 if args.quick else 5)
     result = run(n_samples, args.n_features, args.n_thresholds, repeats)
     result["quick"] = bool(args.quick)
+    result["command"] = command("erm_scale.py", "--quick" if args.quick else "")
 
     stem = "erm_scale_quick" if args.quick else "erm_scale"
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out_dir / f"{stem}.md").write_text(to_markdown(result))
-    print(to_markdown(result))
+    write_json(args.out / f"{stem}.json", result)
+    print(write_markdown(args.out / f"{stem}.md", to_markdown(result)))
     return result
 
 

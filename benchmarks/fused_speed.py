@@ -1,4 +1,4 @@
-"""How much faster is the fused linear vote path? (issue 7, item 3)
+"""How much faster is the fused linear vote path than asking every teacher?
 
 End-to-end ``SubsampleAggregateClassifier.predict`` on 100,000 queries with
 k = 100 teachers, each ``Pipeline(StandardScaler, LogisticRegression)``, on
@@ -23,25 +23,32 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
-import os
-import platform
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-import sklearn
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.datasets import load_adult
-from dpsklearn.demo import adult_encoder
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
+
+from dpsklearn import SubsampleAggregateClassifier  # noqa: E402
+from dpsklearn.datasets import load_adult  # noqa: E402
+from dpsklearn.demo import adult_encoder  # noqa: E402
 
 GOAL = 15.0
 
@@ -119,8 +126,8 @@ def measure(n_queries, n_estimators, repeats):
 
 def write(result, out_dir):
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "fused_speed.json").write_text(json.dumps(result, indent=2))
+    write_json(out_dir / "fused_speed.json", result, trailing_newline=False)
+    env = result["environment"]
     lines = [
         "# Fused linear vote path vs per-teacher path (end-to-end predict)",
         "",
@@ -136,32 +143,36 @@ def write(result, out_dir):
         "Median of {repeats} interleaved repeats in one process, BLAS threads "
         "limited to {blas_threads}; {cpus} CPUs, load average {load} at the "
         "start; numpy {numpy}, scikit-learn {sklearn}, Python {python}. "
-        "Command: `{command}`.".format(**result),
+        "Command: `{command}`.".format(
+            repeats=result["repeats"],
+            blas_threads=result["blas_threads"],
+            cpus=env["cpus"],
+            load=round(env["load_average_1min"], 1),
+            numpy=env["numpy"],
+            sklearn=env["scikit_learn"],
+            python=env["python"],
+            command=result["command"],
+        ),
         "",
     ]
-    (out_dir / "fused_speed.md").write_text("\n".join(lines))
+    write_markdown(out_dir / "fused_speed.md", lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="10,000 queries, 3 repeats"
+    args = cli(
+        __doc__,
+        argv,
+        quick_help="10,000 queries, 3 repeats",
+        add_arguments=lambda p: p.add_argument("--blas-threads", type=int, default=1),
     )
-    parser.add_argument("--out", default="docs/benchmarks")
-    parser.add_argument("--blas-threads", type=int, default=1)
-    args = parser.parse_args(argv)
     n_queries, repeats = (10_000, 3) if args.quick else (100_000, 5)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    env = environment()  # the load average at the start
     with threadpool_limits(args.blas_threads, user_api="blas"):
         result = measure(n_queries, 100, repeats)
     result.update(
         blas_threads=args.blas_threads,
-        cpus=os.cpu_count(),
-        load=round(load, 1),
-        numpy=np.__version__,
-        sklearn=sklearn.__version__,
-        python=platform.python_version(),
-        command="python benchmarks/fused_speed.py" + (" --quick" if args.quick else ""),
+        environment=env,
+        command=command("fused_speed.py", "--quick" if args.quick else ""),
     )
     print(json.dumps(result, indent=2))
     write(result, args.out)

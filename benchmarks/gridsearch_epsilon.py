@@ -1,4 +1,4 @@
-"""Does GridSearchCV over epsilon show the privacy-utility trade-off? (issue 3)
+"""Does GridSearchCV over epsilon show the privacy-utility trade-off?
 
 ``GridSearchCV(PrivatePredictionClassifier(...), {"epsilon": [0.5, 1, 2, 4, 8]},
 cv=3)`` on the whole Adult training file. Each fold's model answers every
@@ -18,8 +18,8 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -28,9 +28,19 @@ import numpy as np
 from scipy.stats import spearmanr
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 
-from dpsklearn import PrivatePredictionClassifier
-from dpsklearn.datasets import load_adult
-from dpsklearn.demo import adult_encoder, teacher_estimator
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
+
+from dpsklearn import PrivatePredictionClassifier  # noqa: E402
+from dpsklearn.datasets import load_adult  # noqa: E402
+from dpsklearn.demo import adult_encoder, teacher_estimator  # noqa: E402
 
 EPSILONS = [0.5, 1.0, 2.0, 4.0, 8.0]
 
@@ -81,8 +91,7 @@ def run(n_rows=None, seed=0):
 
 def write(result, out_dir, stem):
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{stem}.json").write_text(json.dumps(result, indent=2))
+    write_json(out_dir / f"{stem}.json", result, trailing_newline=False)
     lines = [
         "# GridSearchCV over epsilon: PrivatePredictionClassifier on Adult",
         "",
@@ -110,15 +119,18 @@ def write(result, out_dir, stem):
         f"{result['seconds']:.0f} s.",
         "",
     ]
-    (out_dir / f"{stem}.md").write_text("\n".join(lines))
+    write_markdown(out_dir / f"{stem}.md", lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5,000-row sample")
-    parser.add_argument("--out", default="docs/benchmarks")
-    args = parser.parse_args(argv)
+    args = cli(
+        __doc__, argv, quick_help="5,000-row sample; writes gridsearch_epsilon_quick.*"
+    )
+    env = environment()
     result = run(n_rows=5000 if args.quick else None)
+    result["environment"] = env
+    quick = "--quick" if args.quick else ""
+    result["command"] = command("gridsearch_epsilon.py", quick)
     print(json.dumps(result, indent=2))
     write(
         result,

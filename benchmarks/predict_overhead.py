@@ -1,4 +1,4 @@
-"""How much does privacy add to prediction time? (issue 2)
+"""How much does privacy add to prediction time?
 
 Ratio of ``SubsampleAggregateClassifier.predict`` (votes, distances, the
 sparse vector engine, noise) to the teachers' own evaluation (calling every
@@ -15,8 +15,8 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -27,9 +27,19 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.datasets import load_adult
-from dpsklearn.demo import adult_encoder
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import (  # noqa: E402
+    cli,
+    command,
+    environment,
+    write_json,
+    write_markdown,
+)
+
+from dpsklearn import SubsampleAggregateClassifier  # noqa: E402
+from dpsklearn.datasets import load_adult  # noqa: E402
+from dpsklearn.demo import adult_encoder  # noqa: E402
 
 
 def load_queries(n_queries, seed=0):
@@ -126,8 +136,7 @@ def measure(n_queries, n_estimators, repeats, epsilon, max_unstable):
 
 def write(result, out_dir):
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "predict_overhead.json").write_text(json.dumps(result, indent=2))
+    write_json(out_dir / "predict_overhead.json", result, trailing_newline=False)
     lines = [
         "# Private predict vs the teachers' own evaluation",
         "",
@@ -150,18 +159,16 @@ def write(result, out_dir):
         "votes) is what `fused='auto'` does by default.",
         "",
     ]
-    (out_dir / "predict_overhead.md").write_text("\n".join(lines))
+    write_markdown(out_dir / "predict_overhead.md", lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="10,000 queries, 3 repeats"
-    )
-    parser.add_argument("--out", default="docs/benchmarks")
-    args = parser.parse_args(argv)
+    args = cli(__doc__, argv, quick_help="10,000 queries, 3 repeats")
     n_queries, repeats = (10_000, 3) if args.quick else (100_000, 5)
+    env = environment()
     result = measure(n_queries, 100, repeats, epsilon=1e7, max_unstable=5000)
+    result["environment"] = env
+    result["command"] = command("predict_overhead.py", "--quick" if args.quick else "")
     print(json.dumps(result, indent=2))
     write(result, args.out)
     return 0

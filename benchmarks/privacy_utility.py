@@ -1,9 +1,9 @@
-"""What does privacy cost in accuracy, per estimator, mechanism and epsilon? (issue 8)
+"""What does privacy cost in accuracy, per estimator, mechanism and epsilon?
 
 Every private classifier of dpsklearn on real data, at epsilon in
 {0.5, 1, 2, 4, 8}, with the teacher count ``k`` (and ``T``) that the planner
-chooses plus a small sweep. Each row carries the columns of SPEC section 7:
-dataset, estimator and mechanism, k, epsilon, delta, m (query rows), T,
+chooses plus a small sweep. Each row carries the honest columns: dataset,
+estimator and mechanism, k, epsilon, delta, m (query rows), T,
 fraction answered, accuracy on the answered rows, accuracy over all m rows
 (abstentions counted wrong), where the model halted, and beside them the
 figures that keep a private number honest: the base rate (always the
@@ -36,7 +36,7 @@ Every model has ``on_exhausted="abstain"``: after it halts, further rows get
 the abstain label (free) and count as wrong in "accuracy over all m".
 
 Teachers that are identical across rows (same data, ``k`` and
-``random_state``) are fitted once and reused (``_common.CachedFitPipeline``):
+``random_state``) are fitted once and reused (``_data.CachedFitPipeline``):
 this changes run time only, never a figure.
 
 Usage::
@@ -50,7 +50,6 @@ settings only.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -64,19 +63,20 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _common  # noqa: E402
-from _common import (  # noqa: E402
-    DEFAULT_OUT,
-    LOADERS,
+import _data  # noqa: E402
+from _data import LOADERS, cached_pipeline, register_fits  # noqa: E402
+from _harness import (  # noqa: E402
     Progress,
-    cached_pipeline,
+    cli,
+    command,
     environment,
     markdown_table,
-    register_fits,
     write_json,
+    write_markdown,
 )
 
 from dpsklearn import (  # noqa: E402
+    DecisionStumps,
     ExponentialMechanismERM,
     KnowledgeTransferClassifier,
     PrivatePredictionClassifier,
@@ -88,7 +88,6 @@ from dpsklearn.calibration import (  # noqa: E402
     calibrate_sparse_vector,
     per_query_epsilon,
 )
-from dpsklearn.erm import DecisionStumps  # noqa: E402
 from dpsklearn.planning import (  # noqa: E402
     auto_n_estimators,
     private_prediction_r,
@@ -633,7 +632,7 @@ def run(config, progress_label="privacy_utility"):
                 **runner.reference,
             }
         )
-        _common.clear_fit_cache()
+        _data.clear_fit_cache()
     return rows, described
 
 
@@ -848,7 +847,7 @@ def write(result, out_dir):
             ]
             lines += markdown_table(sweep, COLUMNS)
         lines.append("")
-    (out_dir / "privacy_utility.md").write_text("\n".join(lines))
+    write_markdown(out_dir / "privacy_utility.md", lines)
 
 
 def calibration_note(rows):
@@ -880,22 +879,22 @@ def calibration_note(rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="CI mode: bundled Adult, digits and breast cancer, epsilon 1 and 8",
+    def add_arguments(parser):
+        parser.add_argument(
+            "--datasets", nargs="*", help="only these datasets (default: the mode's)"
+        )
+        parser.add_argument(
+            "--replot",
+            action="store_true",
+            help="rewrite the Markdown and PNG from the JSON in --out (no run)",
+        )
+
+    args = cli(
+        __doc__,
+        argv,
+        quick_help="CI mode: bundled Adult, digits and breast cancer, epsilon 1 and 8",
+        add_arguments=add_arguments,
     )
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument(
-        "--datasets", nargs="*", help="only these datasets (default: the mode's)"
-    )
-    parser.add_argument(
-        "--replot",
-        action="store_true",
-        help="rewrite the Markdown and PNG from the JSON in --out (no run)",
-    )
-    args = parser.parse_args(argv)
     if args.replot:
         import json
 
@@ -909,11 +908,11 @@ def main(argv=None):
     start = time.perf_counter()
     rows, described = run(config)
     seconds = time.perf_counter() - start
-    command = "python benchmarks/privacy_utility.py"
-    if args.quick:
-        command += " --quick"
-    if args.datasets:
-        command += " --datasets " + " ".join(args.datasets)
+    line = command(
+        "privacy_utility.py",
+        "--quick" if args.quick else "",
+        ("--datasets " + " ".join(args.datasets)) if args.datasets else "",
+    )
     grid_notes = [
         f"Grid: datasets {', '.join(config['datasets'])}; epsilon in "
         f"{{{', '.join(f'{e:g}' for e in config['epsilons'])}}}; delta = {DELTA:g}; "
@@ -937,7 +936,7 @@ def main(argv=None):
         calibration_note(rows),
     ]
     result = {
-        "command": command,
+        "command": line,
         "seconds": seconds,
         "environment": env,
         "config": {k: v for k, v in config.items()},

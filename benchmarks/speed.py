@@ -1,4 +1,4 @@
-"""How fast are the private estimators, relative to plain scikit-learn? (issue 8)
+"""How fast are the private estimators, relative to plain scikit-learn?
 
 Every figure is a ratio against a baseline measured in the same process,
 interleaved with it (baseline, then the private path, repeat), median of
@@ -32,7 +32,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
@@ -52,14 +51,17 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _data import load_adult, load_fertility  # noqa: E402
+from _harness import (  # noqa: E402
     DEFAULT_OUT,
     Progress,
+    cli,
+    command,
     environment,
-    load_adult,
-    load_fertility,
+    load_average,
     markdown_table,
     write_json,
+    write_markdown,
 )
 
 from dpsklearn import (  # noqa: E402
@@ -579,19 +581,23 @@ def write(result, out_dir):
     )
     lines.append("")
     lines += _dask_section(out_dir)
-    (out_dir / "speed.md").write_text("\n".join(lines))
+    write_markdown(out_dir / "speed.md", lines)
 
 
 def main(argv=None):
-    import os
+    def add_arguments(parser):
+        parser.add_argument(
+            "--replot",
+            action="store_true",
+            help="rewrite the Markdown and PNG from the JSON in --out",
+        )
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="CI mode: bundled Adult only, fewer rows and repeats")
-    parser.add_argument("--out", default=str(DEFAULT_OUT))
-    parser.add_argument("--replot", action="store_true",
-                        help="rewrite the Markdown and PNG from the JSON in --out")
-    args = parser.parse_args(argv)
+    args = cli(
+        __doc__,
+        argv,
+        quick_help="CI mode: bundled Adult only, fewer rows and repeats",
+        add_arguments=add_arguments,
+    )
     if args.replot:
         result = json.loads((Path(args.out) / "speed.json").read_text())
         write(result, args.out)
@@ -632,10 +638,10 @@ def main(argv=None):
         )
     seconds = time.perf_counter() - start
     result = {
-        "command": "python benchmarks/speed.py" + (" --quick" if args.quick else ""),
+        "command": command("speed.py", "--quick" if args.quick else ""),
         "seconds": seconds,
         "environment": env,
-        "load_average_end": round(os.getloadavg()[0], 2),
+        "load_average_end": load_average(),
         "config": config,
         "predict": predict_rows,
         "fused_vs_per_teacher": fused_vs,

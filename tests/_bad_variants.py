@@ -1,4 +1,4 @@
-"""Known-bad variants of dpsklearn's mechanisms for the audit to catch (issue 6, 3).
+"""Known-bad variants of dpsklearn's mechanisms for the audit to catch.
 
 Each function here is a plausible implementation mistake that breaks the
 claimed guarantee. They live in the tests, never in the package: the audits in
@@ -7,21 +7,23 @@ claimed guarantee. They live in the tests, never in the package: the audits in
 claimed epsilon`` at the audit's stated confidence), which is the evidence
 that the audit has teeth.
 
-* :func:`soft_majority_double` -- seed 000's soft majority sampling
+* :func:`soft_majority_double` -- the soft majority sampling as printed in
+  Dwork and Feldman (2018)
   ``P(r) ~ exp(epsilon count_r)`` instead of ``exp(epsilon count_r / 2)``
-  (SPEC 2.3: the exponential mechanism divides by ``2 Delta_u``); leaks
+  (the exponential mechanism divides by ``2 Delta_u``); leaks
   up to ``2 epsilon``.
 * :func:`laplace_half_scale`, :func:`grid_laplace_half_scale` -- Laplace noise
   with half the scale the sensitivity needs; leak ``2 epsilon``.
 * :func:`grid_laplace_no_rounding_unit` -- grid Laplace that forgets that
-  rounding to the grid can add one unit of sensitivity (SPEC 1, Floating
-  point: ``floor(Delta/g) + 1``); leaks ``(floor(Delta/g) + 1) /
+  rounding to the grid can add one unit of sensitivity
+  (``floor(Delta/g) + 1``); leaks ``(floor(Delta/g) + 1) /
   floor(Delta/g)`` times epsilon at the worst rounding.
-* :func:`seed_distance` -- seed 002's ``max(0, top - second - 1)``, which has
-  sensitivity 2 under replace-one (SPEC 2.2); fed to a sparse vector engine
+* :func:`paper_distance` -- the printed ``max(0, top - second - 1)`` of
+  Bassily, Thakkar and Thakurta (2018), which has sensitivity 2 under
+  replace-one; fed to a sparse vector engine
   calibrated for sensitivity 1 it leaks up to ``2 eps0``.
 * :func:`sparse_vector_small_query_noise` -- AboveThreshold at ``T = 1`` with
-  query noise ``DLap(lam)`` instead of ``DLap(2 lam)`` (SPEC 2.4).
+  query noise ``DLap(lam)`` instead of ``DLap(2 lam)``.
 * :func:`sparse_vector_releasing_noisy_score` -- a sparse vector that
   releases the noisy score ``q + DLap(2 lam)`` of a passing query instead of
   only the pass; each released score costs ``eps0 / 4`` more.
@@ -66,7 +68,7 @@ def soft_majority_double(counts, epsilon, *, rng):
 def laplace_half_scale(values, sensitivity, epsilon, *, rng):
     """Textbook floating-point Laplace with scale ``sensitivity / (2 epsilon)``.
 
-    Twice wrong: half the scale, and a float draw (SPEC 1). The audit catches
+    Twice wrong: half the scale, and a float draw. The audit catches
     the first; the noise-hygiene scan keeps the second out of the package.
     """
     values = np.asarray(values, dtype=np.float64)
@@ -89,8 +91,9 @@ def grid_laplace_no_rounding_unit(values, sensitivity, epsilon, *, rng, grid_ste
     return (on_grid + noise).astype(np.float64) * grid_step
 
 
-def seed_distance(counts):
-    """Seed 002's ``max(0, top - second - 1)``: sensitivity 2 under replace-one.
+def paper_distance(counts):
+    """Bassily et al. (2018)'s ``max(0, top - second - 1)``: sensitivity 2 under
+    replace-one.
 
     Parameters
     ----------
@@ -152,7 +155,7 @@ def gnmax_half_sigma(model):
 
     The model still claims its ``(epsilon, delta)``; its rows are released
     with half the noise the calibration certified (the serving config is
-    what the release reads, SPEC 8). Vectorised like the others: one
+    what the release reads). Vectorised like the others: one
     ``predict`` on ``n`` distinct rows is ``n`` runs.
 
     Parameters

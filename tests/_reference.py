@@ -1,7 +1,9 @@
-"""Test-only plain sequential reference of the sparse vector engine (SPEC 2.4).
+"""Test-only plain sequential reference of the sparse vector engine.
 
-:class:`ReferenceSparseVector` is the textbook loop of seed 002, Algorithm 1,
-with SPEC 2.4's corrections, one query at a time and with no look-ahead:
+:class:`ReferenceSparseVector` is the textbook loop of Bassily, Thakkar and
+Thakurta (2018), Algorithm 1, with the corrections of docs/corrections.rst
+("Halting at T", "A threshold based on T, not on the number of queries m"),
+one query at a time and with no look-ahead:
 
     w_hat = w + threshold_noise(draw 0)
     for each query, in order, while c < T:

@@ -1,7 +1,8 @@
-"""Tests for dpsklearn.accounting (SPEC section 4, issue 5).
+"""Tests for dpsklearn.accounting (docs/design.rst, "Composition").
 
 Composition figures are checked against ``dp_accounting`` called directly and
-against hand computation; the ``dp_accounting`` 0.6 pitfalls of SPEC section 4
+against hand computation; the ``dp_accounting`` 0.6 pitfalls (docs/corrections.rst,
+"Accounting pitfalls")
 are pinned so an upgrade that changes them fails here first.
 """
 
@@ -163,7 +164,7 @@ def _case_thousand_laplace():
 
 @functools.cache
 def _case_one_big_laplace():
-    # SPEC 4: one Laplace(1) -- the zCDP conversion (5.76) is worse than
+    # One Laplace(1): the zCDP conversion (5.76) is worse than
     # basic (1.0), so the figure is basic.
     events = [PrivacyEvent.continuous_laplace(scale=1.0)]
     expected = {
@@ -197,7 +198,7 @@ def test_composition_matches_dp_accounting_and_hand(case, composition):
     assert got <= basic * (1 + 1e-12)
 
 
-def test_reference_figures_from_the_issue():
+def test_reference_figures_one_laplace_event():
     lap = [PrivacyEvent.laplace(0.01, count=1000)]
     assert compose_epsilon(lap, DELTA, "basic") == pytest.approx(10.0)
     assert round(compose_epsilon(lap, DELTA, "rdp"), 2) == 1.47
@@ -206,7 +207,7 @@ def test_reference_figures_from_the_issue():
     assert round(compose_epsilon(cont, DELTA, "pld"), 2) == 1.36
     # dpsklearn's discrete Laplace is the worst-case eps-DP pair: a little more.
     assert 1.36 < compose_epsilon(lap, DELTA, "pld") < 1.37
-    # SPEC 4: one Laplace(1) -- RDP gives 1.005, the zCDP conversion 5.76;
+    # One Laplace(1): RDP gives 1.005, the zCDP conversion 5.76;
     # both are reported as min(basic, ...) = 1.0.
     assert round(_rdp([(dpa.LaplaceDpEvent(1.0), 1)], DELTA), 3) == 1.005
     assert round(zcdp_epsilon(0.5, DELTA), 2) == 5.76
@@ -406,7 +407,7 @@ def test_calibration_helpers():
         assert compose_epsilon([event], DELTA, composition) <= 1.0 + 1e-9
         bigger = PrivacyEvent.exponential(eps_q * 1.001, count=100)
         assert compose_epsilon([bigger], DELTA, composition) > 1.0
-    # zCDP closed form of SPEC 3.3.
+    # zCDP closed form (docs/design.rst, "Per-query releases").
     rho = zcdp_rho(1.0, DELTA)
     assert calibrate_epsilon(
         1000, 1.0, DELTA, kind="exponential", composition="zcdp"
@@ -570,7 +571,7 @@ def test_report_lists_events_and_both_totals():
     assert summary["n_releases"] == 31
 
 
-# -- dp_accounting 0.6 pitfalls (SPEC section 4) -----------------------------------
+# -- dp_accounting 0.6 pitfalls -------------------------------------------------
 def test_dp_accounting_is_the_pinned_minor():
     import importlib.metadata
 

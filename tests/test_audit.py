@@ -1,7 +1,8 @@
-"""Privacy audits of the noise primitives and the sparse vector engine (issue 6).
+"""Privacy audits of the noise primitives and the sparse vector engine.
 
 Every audit runs a mechanism many times on a pair of neighbouring inputs
-chosen from its proof (the worst case under replace-one, SPEC 1) and computes
+chosen from its proof (the worst case under replace-one: docs/design.rst,
+"Neighbouring datasets and what epsilon covers") and computes
 a lower confidence bound ``epsilon_lower`` on its privacy loss with
 :func:`dpsklearn.audit.audit`. Each correct mechanism must satisfy
 
@@ -30,12 +31,13 @@ import io
 import itertools
 import math
 import pathlib
-import time
 import tokenize
 
 import _bad_variants as bad
 import numpy as np
 import pytest
+from _helpers import AuditTable
+from _helpers import assert_private as _assert_private
 from scipy import stats
 
 import dpsklearn
@@ -62,82 +64,25 @@ RUNS_SOFT_MAJORITY_BAD = 1_000_000  # to measure the leak near 2 precisely
 RUNS_SIMULATED_SVT = 400_000  # half of them choose the event
 RUNS_ENGINE = 100_000
 
-# (mechanism, neighbours, runs per neighbour, claimed, epsilon_lower,
-#  point estimate, exact loss or "", verdict)
-_TABLE: list[tuple] = []
+_TABLE = AuditTable(
+    "privacy audit",
+    f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
+    "runs/side include event-selection runs where the event was chosen.",
+)
+_audit_table = _TABLE.fixture()
 
 
 def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
     caught = result.epsilon_lower > claimed
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            result.n_runs + result.n_selection_runs,
-            claimed,
-            result.epsilon_lower,
-            result.epsilon_hat,
-            "" if exact is None else f"{exact:.3f}",
-            "LEAK CAUGHT" if caught else "ok",
-        )
-    )
-
-
-def _format_table():
-    header = (
-        "mechanism",
-        "neighbours",
-        "runs/side",
-        "claimed",
-        "eps_lower",
-        "eps_hat",
-        "exact",
-        "verdict",
-    )
-    rows = [header] + [
-        (m, nb, f"{n:,}", f"{c:g}", f"{lo:.3f}", f"{hat:.3f}", ex, v)
-        for m, nb, n, c, lo, hat, ex, v in _TABLE
-    ]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True))
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(
-        f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
-        "runs/side include event-selection runs where the event was chosen."
-    )
-    return lines
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _audit_table(request):
-    start = time.perf_counter()
-    yield
-    if not _TABLE:
-        return
-    lines = _format_table()
-    lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if reporter is None or capture is None:  # pragma: no cover
-        print("\n".join(lines))
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line("")
-        reporter.write_sep("-", "privacy audit (issue 6)")
-        for line in lines:
-            reporter.write_line(line)
-
-
-def _assert_private(result, claimed):
-    assert result.epsilon_lower <= claimed, (
-        f"audit found a leak: {result} (claimed {claimed})"
-    )
-    assert result.epsilon_lower >= 0.5 * claimed, (
-        f"audit lacks power: {result} (claimed {claimed})"
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"{result.n_runs + result.n_selection_runs:,}",
+        f"{claimed:g}",
+        f"{result.epsilon_lower:.3f}",
+        f"{result.epsilon_hat:.3f}",
+        "" if exact is None else f"{exact:.3f}",
+        "LEAK CAUGHT" if caught else "ok",
     )
 
 
@@ -272,7 +217,7 @@ class TestAuditTool:
 
 
 # ---------------------------------------------------------------------------
-# Noise primitives (SPEC 2.3)
+# Noise primitives (docs/design.rst, "Noise primitives")
 # ---------------------------------------------------------------------------
 
 
@@ -296,7 +241,7 @@ def test_grid_laplace_default_grid():
 
 def test_grid_laplace_worst_rounding():
     # A coarse grid g = 0.3, sensitivity 1: v = 0.14 rounds to 0 units and
-    # v = 1.14 to 4 units (rounding adds a unit, SPEC 1): the noise has
+    # v = 1.14 to 4 units (rounding adds a unit to the sensitivity): the noise has
     # floor(1/0.3) + 1 = 4 units per epsilon, so the loss is exactly eps.
     eps, sens, g = 1.0, 1.0, 0.3
     values = (0.14, 1.14)
@@ -310,7 +255,8 @@ def test_grid_laplace_worst_rounding():
 
 
 def test_geometric_mechanism_auto_event():
-    # Seed 003's truncated geometric mechanism on counts 0 and 1 in [0, 10];
+    # The truncated geometric mechanism (Chan, CSCI4230 notes 21, Theorem 1)
+    # on counts 0 and 1 in [0, 10];
     # the audit chooses the event (P[out = 0] ratio is exactly e^eps).
     eps = 1.0
 
@@ -383,7 +329,7 @@ def test_exponential_mechanism_exact_over_all_histograms(n_classes):
 
 
 # ---------------------------------------------------------------------------
-# Known-bad variants of the primitives (issue 6 item 3)
+# Known-bad variants of the primitives: the audit must catch each
 # ---------------------------------------------------------------------------
 
 
@@ -439,16 +385,18 @@ def test_bad_grid_laplace_without_rounding_unit_is_caught():
 
 
 # ---------------------------------------------------------------------------
-# The sparse vector engine at T = 1 (SPEC 2.4)
+# The sparse vector engine at T = 1 (docs/design.rst,
+# "The sparse vector stability test")
 # ---------------------------------------------------------------------------
 # With lam = 2 / eps0 one threshold draw is eps0-DP for sensitivity-1 scores.
 # Worst case from the AboveThreshold proof: every query before the halting one
 # moves up by 1 and the halting one moves down by 1 (the threshold shift pays
 # eps0/2, the halting query's shift of 2 against DLap(2 lam) pays eps0/2). As
-# vote histograms (k = 9 teachers, one teacher's votes change, SPEC 2.2):
+# vote histograms (k = 9 teachers, one teacher's votes change):
 #   neighbour 0: six queries [5,4] (gap 1), then [6,3] (gap 3)
 #   neighbour 1: six queries [6,3] (gap 3), then [5,4] (gap 1)
-# Our dist ceil(g/2)-1 gives [0]*6+[1] vs [1]*6+[0] (moves by 1); the seed's
+# Our dist ceil(g/2)-1 gives [0]*6+[1] vs [1]*6+[0] (moves by 1); the printed
+# formula of Bassily, Thakkar and Thakurta (2018)
 # g-1 gives [0]*6+[2] vs [2]*6+[0] (moves by 2). The output is the index of the
 # query that halts the engine (7 = no halt). Its exact distribution is a sum
 # over the threshold noise (below), so every claim is also checked exactly.
@@ -519,9 +467,9 @@ def test_svt_exact_worst_case():
     assert s0.tolist() == [0] * 6 + [1] and s1.tolist() == [1] * 6 + [0]
     p, q = (svt_first_fail_exact(s, SVT_THRESHOLD, SVT_LAM) for s in (s0, s1))
     assert 0.9 * SVT_EPS0 < exact_epsilon(p, q) <= SVT_EPS0
-    seed0, seed1 = (bad.seed_distance(h) for h in SVT_HISTOGRAMS)
-    assert seed0.tolist() == [0] * 6 + [2]
-    p2, q2 = (svt_first_fail_exact(s, SVT_THRESHOLD, SVT_LAM) for s in (seed0, seed1))
+    paper0, paper1 = (bad.paper_distance(h) for h in SVT_HISTOGRAMS)
+    assert paper0.tolist() == [0] * 6 + [2]
+    p2, q2 = (svt_first_fail_exact(s, SVT_THRESHOLD, SVT_LAM) for s in (paper0, paper1))
     assert exact_epsilon(p2, q2) > 1.5 * SVT_EPS0
     p3, q3 = (
         svt_first_fail_exact(s, SVT_THRESHOLD, SVT_LAM, query_scale=SVT_LAM)
@@ -612,7 +560,8 @@ def _engine_runs(scores, n_runs, rng, *, query_scale=None, release=False):
     """Run ``n_runs`` fresh T = 1 engines on ``scores``; noise drawn in one go.
 
     Each engine reads its own row of pre-drawn noise through the index-addressed
-    callables of SPEC 8, so the engine's decisions are its own. Returns the
+    noise callables (query noise by query index, threshold noise by draw
+    index), so the engine's decisions are its own. Returns the
     first-fail index per run (``len(scores)``: no halt); with ``release`` also
     the noisy scores of the queries that passed (the bad variant).
     """
@@ -676,8 +625,8 @@ def test_engine_worst_case():
     _assert_private(res, SVT_EPS0)
 
 
-def test_bad_engine_seed_distance_is_caught():
-    scores = [bad.seed_distance(h) for h in SVT_HISTOGRAMS]
+def test_bad_engine_paper_distance_is_caught():
+    scores = [bad.paper_distance(h) for h in SVT_HISTOGRAMS]
 
     def mech(nb, n, rng):
         return _engine_runs(scores[nb], n, rng)
@@ -726,7 +675,7 @@ def test_bad_engine_releasing_noisy_score_is_caught():
 
 
 # ---------------------------------------------------------------------------
-# Noise hygiene (issue 6 item 5, first half)
+# Noise hygiene: no floating-point Laplace draws in the package
 # ---------------------------------------------------------------------------
 
 
@@ -825,6 +774,6 @@ def test_no_float_laplace_outside_noise_module():
         lines = float_laplace_uses(path.read_text(encoding="utf-8"))
         offenders += [f"{path.relative_to(root.parent)}:{line}" for line in lines]
     assert not offenders, (
-        "floating-point Laplace draws outside dpsklearn/noise.py (SPEC 1: use "
+        "floating-point Laplace draws outside dpsklearn/noise.py (use "
         f"discrete_laplace / grid_laplace): {offenders}"
     )

@@ -1,8 +1,9 @@
-"""Privacy audits of the estimators' mechanisms (issue 6 item 2, second half).
+"""Privacy audits of the estimators' mechanisms.
 
 ``tests/test_audit.py`` audits the noise primitives and the sparse vector
 engine; this file audits what the estimators release, each on the worst-case
-neighbours of its proof (replace-one, SPEC 1):
+neighbours of its proof (replace-one: docs/design.rst, "Neighbouring datasets
+and what epsilon covers"):
 
 * the stability release of :class:`SubsampleAggregateClassifier` at ``T = 1``
   (pass and release the exact majority), with a query whose majority one
@@ -48,15 +49,15 @@ file is deterministic. The table of measured figures is printed at the end.
 from __future__ import annotations
 
 import math
-import time
 
 import _bad_variants as bad
 import numpy as np
 import pytest
+from _helpers import AuditTable
+from _helpers import assert_private as _assert_private
 from scipy import stats
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.kernel_ridge import KernelRidge
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import (
     DecisionStumps,
@@ -94,104 +95,40 @@ RUNS_ERM = 400_000  # vectorised sampler
 RUNS_PRIVATE_PREDICTION = 200_000  # one batched predict per neighbour
 CHI2_FAILURE = 1e-6
 
-# (mechanism, neighbours, runs per neighbour, claimed, epsilon_lower,
-#  point estimate, exact loss or "", verdict)
-_TABLE: list[tuple] = []
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
+_TABLE = AuditTable(
+    "estimator privacy audit",
+    f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
+    "'exact' rows enumerate the output distributions (no sampling); a "
+    "BAD row is a known-bad variant that must show a leak.",
+)
+_audit_table = _TABLE.fixture()
 
 
 def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            f"{result.n_runs + result.n_selection_runs:,}",
-            claimed,
-            f"{result.epsilon_lower:.3f}",
-            f"{result.epsilon_hat:.3f}",
-            "" if exact is None else f"{exact:.3f}",
-            "LEAK" if result.epsilon_lower > claimed else "ok",
-        )
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"{result.n_runs + result.n_selection_runs:,}",
+        f"{claimed:.4g}",
+        f"{result.epsilon_lower:.3f}",
+        f"{result.epsilon_hat:.3f}",
+        "" if exact is None else f"{exact:.3f}",
+        "LEAK" if result.epsilon_lower > claimed else "ok",
     )
 
 
 def _record_exact(mechanism, neighbours, claimed, exact, delta):
     verdict = "LEAK" if exact > claimed else "ok"
     shown = "inf" if math.isinf(exact) else f"{exact:.3f}"
-    _TABLE.append(
-        (
-            mechanism,
-            neighbours,
-            f"exact (delta={delta:g})",
-            claimed,
-            "",
-            "",
-            shown,
-            verdict,
-        )
-    )
-
-
-def _format_table():
-    header = (
-        "mechanism",
-        "neighbours",
-        "runs/side",
-        "claimed",
-        "eps_lower",
-        "eps_hat",
-        "exact",
-        "verdict",
-    )
-    rows = [header] + [
-        (m, nb, n, f"{c:.4g}", lo, hat, ex, v) for m, nb, n, c, lo, hat, ex, v in _TABLE
-    ]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(w) for cell, w in zip(r, widths, strict=True))
-        for r in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(
-        f"confidence {CONFIDENCE} per bound (Bonferroni over both directions); "
-        "'exact' rows enumerate the output distributions (no sampling); a "
-        "BAD row is a known-bad variant that must show a leak."
-    )
-    return lines
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _audit_table(request):
-    start = time.perf_counter()
-    yield
-    if not _TABLE:
-        return
-    lines = _format_table()
-    lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
-    plugins = request.config.pluginmanager
-    reporter = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if reporter is None or capture is None:  # pragma: no cover
-        print("\n".join(lines))
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.write_line("")
-        reporter.write_sep("-", "estimator privacy audit (issue 6)")
-        for line in lines:
-            reporter.write_line(line)
-
-
-def _assert_private(result, claimed):
-    assert result.epsilon_lower <= claimed, (
-        f"audit found a leak: {result} (claimed {claimed})"
-    )
-    assert result.epsilon_lower >= 0.5 * claimed, (
-        f"audit lacks power: {result} (claimed {claimed})"
+    _TABLE.add(
+        mechanism,
+        neighbours,
+        f"exact (delta={delta:g})",
+        f"{claimed:.4g}",
+        "",
+        "",
+        shown,
+        verdict,
     )
 
 
@@ -223,7 +160,7 @@ def first_fail_exact(scores, threshold, lam):
     """P[the first failed test is query i], i = 0..m-1, and P[no failure] last.
 
     One threshold draw ``w + Z``, ``Z ~ DLap(lam)``; query ``i`` fails when
-    ``q_i + DLap(2 lam) <= w + Z`` (SPEC 2.4). Sums over ``Z`` exactly.
+    ``q_i + DLap(2 lam) <= w + Z``. Sums over ``Z`` exactly.
     """
     z, pz = _threshold_support(lam)
     survive = np.ones_like(pz)
@@ -294,7 +231,9 @@ def _slicer(row):
 
 
 # ---------------------------------------------------------------------------
-# 1. Stability release: SubsampleAggregateClassifier at T = 1 (SPEC 2.2, 2.4)
+# 1. Stability release: SubsampleAggregateClassifier at T = 1 (docs/design.rst,
+#    "Vote counts and the distance to instability", "The sparse vector
+#    stability test")
 # ---------------------------------------------------------------------------
 # k = 93 teachers, two classes. The sparse vector part takes the AboveThreshold
 # worst case (test_audit.py): six queries whose distance moves up by one and
@@ -439,7 +378,8 @@ def test_stability_release_exact(stability_model):
 
 
 def test_bad_stability_threshold_without_factor_two_is_caught(stability_model):
-    # Seed 002's Algorithm 6 threshold drops the factor 2 (SPEC 3.4): with
+    # Algorithm 6 of Bassily, Thakkar and Thakurta (2018) prints a threshold
+    # without the factor 2 (docs/corrections.rst, "Soft-label calibration"): with
     # w/2 the flip query passes far more often than delta allows.
     w, lam = stability_model.threshold_, stability_model.noise_scale_
     delta = STABILITY["delta"]
@@ -502,7 +442,8 @@ def test_stability_release_audit(stability_model):
 
 
 # ---------------------------------------------------------------------------
-# 2. Soft-label tests: SoftLabelPrivateRegressor at T = 1 (SPEC 3.4)
+# 2. Soft-label tests: SoftLabelPrivateRegressor at T = 1 (docs/design.rst,
+#    "Soft-label queries: the double test")
 # ---------------------------------------------------------------------------
 # k = 205 teachers, gamma = 1/4. Soft labels 0.2 (first bin 0, shifted bin 0),
 # 0.45 (bins 1 and 1) and 0.3 (first bin 1, shifted bin 0). Teacher 0 is the
@@ -660,7 +601,7 @@ def test_soft_label_exact(soft_model):
 
 
 def test_bad_soft_label_calibrated_for_t_draws_is_caught(soft_model):
-    # Forgetting the +1 (SPEC 3.4): lam calibrated for T = 1 draw, not T + 1.
+    # Forgetting the +1: lam calibrated for T = 1 draw, not T + 1.
     epsilon, delta = SOFT["epsilon"], SOFT["delta"]
     bad = calibrate_sparse_vector(epsilon, delta, SOFT["max_unstable"], "pure")
     assert bad.noise_scale == pytest.approx(soft_model.noise_scale_ / 2, rel=1e-3)
@@ -751,7 +692,8 @@ def test_soft_label_audit(soft_model):
 
 
 # ---------------------------------------------------------------------------
-# 3. Kernel ridge, one query (SPEC 3.5; seed 001, Lemma 2 and Proposition 1)
+# 3. Kernel ridge, one query (Nie and Wang 2017, Lemma 2 and Proposition 1;
+#    docs/design.rst, "Kernel ridge: sensitivity and releases")
 # ---------------------------------------------------------------------------
 # Worst case: a regularisation so small that the fit interpolates, so the
 # clipped prediction at the replaced record's point moves by the whole 2 M
@@ -848,7 +790,8 @@ def test_kernel_ridge_single_query_audit():
 
 
 # ---------------------------------------------------------------------------
-# 4. The statistical-query oracle (SPEC 3.7; seed 003)
+# 4. The statistical-query oracle (Chan, CSCI4230 notes 21, Theorem 1;
+#    docs/design.rst, "Statistical queries on disjoint chunks")
 # ---------------------------------------------------------------------------
 # One record changes one chunk. The audit needs many runs on one pair of
 # neighbouring chunk contents: an oracle with R one-row chunks holds R
@@ -876,7 +819,8 @@ def _at_zero(answers):
 
 
 def test_statistical_query_chunks_are_the_partition():
-    # the chunks are the data-independent partition of SPEC 2.1 / 3.7
+    # the chunks are the data-independent partition of the shards
+    # (docs/design.rst, "Shards and teachers")
     chunks = partition_indices(30, 5, np.random.RandomState(0))
     seen = []
     oracle = PrivateStatisticalQueries(n_queries=5, random_state=0).fit(_query_ids(30))
@@ -903,7 +847,8 @@ def test_statistical_query_oracle_audit(kind):
 
 
 # ---------------------------------------------------------------------------
-# 5. The ERM sampler (SPEC 3.6; seed 004)
+# 5. The ERM sampler (Nikolov, CSC2412 notes, "Exponential Mechanism & Private
+#    PAC Learning"; docs/design.rst, "Exponential-mechanism ERM")
 # ---------------------------------------------------------------------------
 # Two stumps (threshold 0.5, either orientation) on ten rows: error counts
 # (7, 3). Replacing one record (a label flipped) moves one count up and the
@@ -981,7 +926,8 @@ def test_erm_sampler_audit():
 
 
 # ---------------------------------------------------------------------------
-# 6. PrivatePredictionClassifier: the per-query exponential mechanism (SPEC 3.3)
+# 6. PrivatePredictionClassifier: the per-query exponential mechanism
+#    (docs/design.rst, "Per-query releases")
 # ---------------------------------------------------------------------------
 # Real data and real teachers: ten one-row shards, so each teacher predicts
 # its row's label. Labels 3 x 0 and 7 x 1 against one record relabelled:

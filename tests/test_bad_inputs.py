@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 6 item 4; SPEC 6).
+"""The bad-input catalogue.
 
 Every bad input, to every estimator, is refused with a ``ValueError`` or
 ``TypeError`` (``NotFittedError`` for a query before ``fit``) whose message
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import STUMP
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from threadpoolctl import threadpool_limits
+from sklearn.tree import DecisionTreeRegressor
 
 from dpsklearn import (
     DecisionStumps,
@@ -48,10 +48,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 # -- data ---------------------------------------------------------------------
@@ -82,7 +78,6 @@ Q_WIDE = np.hstack([X_QUERY, X_QUERY[:, :1]])  # 3 features, fitted on 2
 Q_NARROW = X_QUERY[:, :1]
 Q_EMPTY = X_QUERY[:0]
 Y_STRINGS = np.where(Y_CLASS == 1, "high", "low")
-STUMP = DecisionTreeClassifier(max_depth=1)
 REG_STUMP = DecisionTreeRegressor(max_depth=1)
 
 

@@ -1,4 +1,7 @@
-"""Tests for dpsklearn.calibration (SPEC sections 2.4, 3.3 and 4).
+"""Tests for dpsklearn.calibration.
+
+See docs/design.rst, "The sparse vector stability test", "Per-query releases"
+and "Composition".
 
 Every privacy-relevant number is checked against an independent computation:
 brute-force summation for the stability tail, the textbook formulas for the
@@ -30,7 +33,7 @@ from dpsklearn.calibration import (
 )
 
 # --------------------------------------------------------------------------
-# Stability tail: P(DLap(2 lam) - DLap(lam) > w), SPEC 2.4
+# Stability tail: P(DLap(2 lam) - DLap(lam) > w)
 # --------------------------------------------------------------------------
 
 
@@ -97,8 +100,8 @@ def test_tail_probability_integer_threshold_semantics():
         assert p0 + pm == pytest.approx(1.0, rel=1e-14)
 
 
-def test_tail_probability_below_spec_bound_and_exp():
-    # SPEC 2.4: p <= b^(floor(w)+1) (1+b)/(1+b+b^2) < exp(-w/(2 lam)).
+def test_tail_probability_below_closed_form_bound_and_exp():
+    # Closed form: p <= b^(floor(w)+1) (1+b)/(1+b+b^2) < exp(-w/(2 lam)).
     for lam in [0.05, 0.5, 1.0, 3.0, 10.0, 100.0, 1e4]:
         for w in np.linspace(-30.0, 30.0, 121).tolist() + [lam * 5, lam * 40]:
             p = stability_tail_probability(lam, w)
@@ -120,7 +123,7 @@ def test_tail_probability_extreme_scales_are_finite():
 
 
 # --------------------------------------------------------------------------
-# Sparse vector calibrations over a grid (SPEC 2.4)
+# Sparse vector calibrations over a grid
 # --------------------------------------------------------------------------
 
 EPSILONS = [0.1, 1.0, 8.0, 50.0, 200.0]
@@ -201,15 +204,15 @@ def test_calibrations_on_grid(epsilon, delta, T):
 
 
 def test_paper_overspends_at_large_epsilon():
-    # SPEC 2.4: for T = 100, delta = 1e-5 paper overspends above about 40.
+    # For T = 100, delta = 1e-5 paper overspends above about 40.
     assert sparse_vector_candidates(30.0, 1e-5, 100)["paper"] is not None
     assert sparse_vector_candidates(45.0, 1e-5, 100)["paper"] is None
     with pytest.raises(ValueError, match=r"calibration='paper'.*epsilon=45"):
         calibrate_sparse_vector(45.0, 1e-5, 100, calibration="paper")
 
 
-def test_spec_thresholds_at_T100_eps1_delta1e5():
-    # SPEC 2.4: w is about 6,640 (paper), 6,450 (pure) and 2,580 (exact).
+def test_reference_thresholds_at_T100_eps1_delta1e5():
+    # w is about 6,640 (paper), 6,450 (pure) and 2,580 (exact).
     w = {
         name: calibrate_sparse_vector(1.0, 1e-5, 100, calibration=name).threshold
         for name in ("paper", "pure", "exact")
@@ -300,7 +303,7 @@ def _pld_delta(eps0, k, epsilon, pessimistic):
     # The tight worst case of a pure eps0-DP mechanism is binary randomized
     # response: with noise parameter p it keeps the input with probability
     # 1 - p/2, so its loss is ln((2 - p)/p) = eps0 for p = 2 / (1 + e^eps0).
-    # SPEC 4: pass neighboring_relation explicitly; compose with
+    # Pass neighboring_relation explicitly; compose with
     # self_compose (the PLD of RandomizedResponseDpEvent ignores `count`).
     single = pld.from_randomized_response(
         noise_parameter=2.0 / (1.0 + math.exp(eps0)),
@@ -428,7 +431,7 @@ def test_drv_epsilon_hand_values():
 
 
 # --------------------------------------------------------------------------
-# Per-query epsilon (SPEC 3.3)
+# Per-query epsilon
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Training teachers on a Dask cluster through joblib (issue 8 item 3, SPEC 2.1).
+"""Training teachers on a Dask cluster through joblib (docs/design.rst,
+"Shards and teachers").
 
 A two-worker ``distributed.LocalCluster`` (separate processes, loopback only)
 fits the teachers under ``joblib.parallel_config(backend="dask")``; the fitted
@@ -9,11 +10,11 @@ each task must carry only its own shards' rows, never the whole ``X``.
 from __future__ import annotations
 
 import logging
-import warnings
 
 import joblib
 import numpy as np
 import pytest
+from _helpers import fit_quietly
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 
@@ -94,9 +95,7 @@ def _model(**params):
 
 
 def _fit(model, X, y):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
-        return model.fit(X, y)
+    return fit_quietly(model, X, y, PrivacyLeakWarning)  # noise_random_state
 
 
 def test_dask_fit_votes_identical_to_local_fit(dask_cluster, data):

@@ -1,4 +1,5 @@
-"""Tests for dpsklearn.erm (SPEC 3.6, seed 004).
+"""Tests for dpsklearn.erm (Nikolov, CSC2412 notes, "Exponential Mechanism &
+Private PAC Learning"; docs/design.rst, "Exponential-mechanism ERM").
 
 * The vectorised stump losses equal a brute-force evaluation of every stump on
   500 random small cases (ties between data and thresholds included).
@@ -519,7 +520,7 @@ def test_erm_scale_benchmark_runs_and_writes_its_tables(tmp_path):
             "5",
             "--repeats",
             "1",
-            "--out-dir",
+            "--out",
             str(tmp_path),
         ]
     )

@@ -1,14 +1,65 @@
-"""scikit-learn's estimator checks, configured as SPEC section 8."""
+"""scikit-learn's estimator checks for every dpsklearn estimator, from one registry.
+
+:data:`REGISTRY` lists one :class:`CheckCase` per configured instance: the
+instance the checks run on, and the checks it is expected to fail, each with
+the privacy reason it must fail. One ``parametrize_with_checks`` call reads
+the registry; add an estimator (or a configuration) by adding a case.
+
+How the instances are configured for the checks:
+
+* ``noise_random_state=0``, so the checks are deterministic and refits replay
+  the same noise (the idempotence and pickling checks need it);
+* no shared accountant: each instance owns its budget;
+* budgets (``max_queries``, ``max_unstable``) large enough that no check runs
+  out within one fit, and small ensembles (``n_estimators=5``);
+* ``PrivacyLeakWarning`` ignored for this test only (unset public bounds and
+  labels are inferred from the data, with that warning, so every estimator is
+  default-constructible);
+* ``SCIPY_ARRAY_API=1`` from ``conftest.py``, so no check is skipped.
+
+``KnowledgeTransferClassifier`` is checked through a test-only subclass whose
+``fit`` passes ``X_public=X``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import pytest
+from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpsklearn import SubsampleAggregateClassifier
+from dpsklearn import (
+    ExponentialMechanismERM,
+    ExponentialMechanismERMRegressor,
+    KnowledgeTransferClassifier,
+    PrivateKernelRidge,
+    PrivatePredictionClassifier,
+    PrivatePredictionRegressor,
+    PrivateStatisticalQueries,
+    SoftLabelPrivateRegressor,
+    SubsampleAggregateClassifier,
+)
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """One instance for the checks and its declared expected failures.
+
+    ``expected_failures`` maps a check's name to the reason it fails: always
+    a property of the privacy mechanism, never a bug.
+    """
+
+    estimator: BaseEstimator
+    expected_failures: dict[str, str] = field(default_factory=dict)
+
+
+# -- reasons, shared by the cases below --------------------------------------
 
 # Answers depend on the order of the queries through the sparse vector state
 # (abstention count, redrawn thresholds): the same row answered in another
 # position, or in a subset, sees other noise. That is the mechanism, not a bug.
-ORDER_DEPENDENT = {
+SPARSE_VECTOR_ORDER_DEPENDENT = {
     "check_methods_sample_order_invariance": (
         "sparse vector state makes answers depend on query order"
     ),
@@ -24,31 +75,68 @@ ORDER_DEPENDENT = {
     ),
 }
 
-
 # Confident-GNMax abstains by design, so abstain_label is required, and it
-# must have the type of the class labels (SPEC 3.1: a -1 among string labels
-# would silently change the label type of every answer). This check refits
-# the same instance on string labels, which its int abstain_label refuses.
+# must have the type of the class labels (a -1 among string labels would
+# silently change the label type of every answer). This check refits the
+# same instance on string labels, which its int abstain_label refuses.
 ABSTAIN_LABEL_TYPED = {
     "check_classifiers_classes": (
         "abstain_label=-1 must have the type of the labels; the check fits strings"
     ),
 }
 
+# predict and predict_proba are two independent noisy releases of the same
+# votes: argmax(predict_proba(X)) == predict(X) cannot hold row by row without
+# releasing one from the other (and then paying for the joint release).
+PROBA_AND_PREDICT_ARE_SEPARATE_RELEASES = {
+    "check_classifiers_train": (
+        "argmax(predict_proba) and predict are two independent noisy releases"
+    ),
+}
 
-def _check_instances():
-    return [
+# Every prediction of the served kernel ridge is a new private release drawing
+# fresh noise, so the same row answered in another position, in a subset, or
+# in a second call gets another noisy value; replaying the noise would let
+# anyone cancel it.
+FRESH_NOISE_PER_QUERY = {
+    "check_methods_sample_order_invariance": (
+        "each prediction is a new private release with its own noise draw"
+    ),
+    "check_methods_subset_invariance": (
+        "each prediction is a new private release with its own noise draw"
+    ),
+    "check_pipeline_consistency": (
+        "the second call on the same fitted model is a new private release"
+    ),
+}
+
+
+class KnowledgeTransferForChecks(KnowledgeTransferClassifier):
+    """Test-only: the checks call ``fit(X, y)``; the public rows are ``X``."""
+
+    def fit(self, X, y):
+        return super().fit(X, y, X_public=X)
+
+
+# -- the registry -------------------------------------------------------------
+
+REGISTRY: list[CheckCase] = [
+    # -- SubsampleAggregateClassifier: the sparse vector stability test ------
+    CheckCase(
         SubsampleAggregateClassifier(
             n_estimators=5,
             max_unstable=1000,
             fallback="noisy_max",
             noise_random_state=0,
         ),
-        # Confident-GNMax. A huge epsilon keeps the threshold reachable by 5
-        # teachers and makes the noise negligible, which is why the order and
-        # subset checks pass here; at a real epsilon each query draws fresh
-        # noise and the model halts after max_answers, so answers do depend
-        # on the order of the queries (nothing is replayed).
+        SPARSE_VECTOR_ORDER_DEPENDENT,
+    ),
+    # Confident-GNMax. A huge epsilon keeps the threshold reachable by 5
+    # teachers and makes the noise negligible, which is why the order and
+    # subset checks pass here; at a real epsilon each query draws fresh
+    # noise and the model halts after max_answers, so answers do depend
+    # on the order of the queries (nothing is replayed).
+    CheckCase(
         SubsampleAggregateClassifier(
             n_estimators=5,
             mechanism="confident_gnmax",
@@ -58,18 +146,99 @@ def _check_instances():
             abstain_label=-1,
             noise_random_state=0,
         ),
-    ]
+        ABSTAIN_LABEL_TYPED,
+    ),
+    # -- the per-query ensembles ----------------------------------------------
+    # A query row asked again gets the answer already released for it, so the
+    # order- and subset-invariance checks and check_pipeline_consistency pass.
+    CheckCase(
+        PrivatePredictionClassifier(
+            n_estimators=5, max_queries=10_000, noise_random_state=0
+        ),
+        PROBA_AND_PREDICT_ARE_SEPARATE_RELEASES,
+    ),
+    # GNMax: predict and predict_proba read one noisy count vector per row, so
+    # argmax(predict_proba) == predict and check_classifiers_train passes. A
+    # huge epsilon keeps sigma small enough for the accuracy checks.
+    CheckCase(
+        PrivatePredictionClassifier(
+            n_estimators=5,
+            mechanism="gnmax",
+            epsilon=1e6,
+            max_queries=10_000,
+            noise_random_state=0,
+        )
+    ),
+    CheckCase(
+        PrivatePredictionRegressor(
+            n_estimators=5, max_queries=10_000, noise_random_state=0
+        )
+    ),
+    CheckCase(
+        SoftLabelPrivateRegressor(
+            n_estimators=5,
+            max_unstable=1000,
+            fallback="noisy_mean",
+            noise_random_state=0,
+        )
+    ),
+    CheckCase(
+        KnowledgeTransferForChecks(
+            PrivatePredictionClassifier(
+                n_estimators=5, max_queries=10_000, noise_random_state=0
+            )
+        )
+    ),
+    # Margin sampling: every row is asked (the teacher pays for more than
+    # any check's data), in five rounds chosen by the student.
+    CheckCase(
+        KnowledgeTransferForChecks(
+            PrivatePredictionClassifier(
+                n_estimators=5, max_queries=10_000, noise_random_state=0
+            ),
+            query_strategy="uncertainty",
+            random_state=0,
+        )
+    ),
+    # -- PrivateKernelRidge ---------------------------------------------------
+    # The served model: max_queries covers every prediction a check makes on
+    # one fit; the large epsilon keeps the noise below the target scale, so
+    # the checks see a working regressor and the declared failures fail for
+    # their stated reason (not by a coincidence of clipped coin flips).
+    CheckCase(
+        PrivateKernelRidge(epsilon=1e4, max_queries=10_000, noise_random_state=0),
+        FRESH_NOISE_PER_QUERY,
+    ),
+    # The released model: its predictions are deterministic post-processing.
+    CheckCase(
+        PrivateKernelRidge(
+            release="model", n_components=20, random_state=0, noise_random_state=0
+        )
+    ),
+    # -- ERM and the statistical-query oracle -------------------------------
+    # No expected failures: the exponential mechanism runs once, at fit, and
+    # the fitted model is a fixed hypothesis, so its predictions are
+    # deterministic, order- and subset-invariant and free. The oracle has no
+    # prediction method, so the checks exercise its fit, parameters and
+    # pickling.
+    CheckCase(ExponentialMechanismERM(noise_random_state=0)),
+    CheckCase(ExponentialMechanismERMRegressor(noise_random_state=0)),
+    CheckCase(PrivateStatisticalQueries(noise_random_state=0)),
+]
 
 
 def _expected_failed_checks(estimator):
-    if estimator.mechanism == "confident_gnmax":
-        return dict(ABSTAIN_LABEL_TYPED)
-    return dict(ORDER_DEPENDENT)
+    """The registry's declared failures for this instance (looked up by identity)."""
+    for case in REGISTRY:
+        if case.estimator is estimator:
+            return dict(case.expected_failures)
+    raise LookupError(f"{estimator!r} is not in the registry")
 
 
 @pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 @parametrize_with_checks(
-    _check_instances(), expected_failed_checks=_expected_failed_checks
+    [case.estimator for case in REGISTRY],
+    expected_failed_checks=_expected_failed_checks,
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -1,4 +1,4 @@
-"""The fused linear vote path gives exactly the per-teacher votes (issue 7, item 3)."""
+"""The fused linear vote path gives exactly the per-teacher votes."""
 
 import tracemalloc
 import warnings

@@ -1,4 +1,4 @@
-"""GNMax and Confident-GNMax (SPEC 3.1, issue 7 item 1).
+"""GNMax and Confident-GNMax (docs/design.rst, "GNMax and Confident-GNMax").
 
 * the discrete Gaussian sampler against its pmf (chi-square);
 * the worst-case calibration against dp_accounting's RDP accountant: it
@@ -26,7 +26,6 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
 from dpsklearn.accounting import PrivacyAccountant, PrivacyEvent
@@ -50,12 +49,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 SQRT2 = math.sqrt(2.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    # Hundreds of tiny teacher fits: oversubscribed BLAS threads make each
-    # L-BFGS step ~10x slower on a loaded machine (measured).
-    with threadpool_limits(1, user_api="blas"):
-        yield
 CHI2_FAILURE = 1e-6
 CONFIDENCE = 0.95
 

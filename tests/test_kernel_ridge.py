@@ -1,4 +1,6 @@
-"""PrivateKernelRidge (SPEC 3.5, seed 001) and the vector noise it uses.
+"""PrivateKernelRidge (Nie and Wang 2017) and the vector noise it uses.
+
+See docs/design.rst, "Kernel ridge: sensitivity and releases".
 
 Statistical tests run on fixed seeds, so they are deterministic; each states
 the probability with which it would fail on a random seed if the code were
@@ -53,7 +55,7 @@ def _data(n=200, d=3, seed=0):
 
 
 def _power_of_two_step(sensitivity):
-    # SPEC 8: a power of two near Delta / 1024 (computed here by hand).
+    # The default grid step: a power of two near Delta / 1024 (by hand here).
     return 2.0 ** round(math.log2(sensitivity / 1024))
 
 
@@ -629,7 +631,7 @@ def test_clone_keeps_a_shared_accountant():
 
 
 # --------------------------------------------------------------------------
-# kernel_ridge_schedule (seed 001, Theorem 3, with R = M / sqrt(alpha))
+# kernel_ridge_schedule (Nie and Wang 2017, Theorem 3, with R = M / sqrt(alpha))
 # --------------------------------------------------------------------------
 
 
@@ -640,7 +642,7 @@ def test_schedule_matches_hand_computation_saturated_source_condition():
     assert s.epsilon == pytest.approx(1e-2, rel=1e-12)
     assert s.alpha_exponent == pytest.approx(1 / 3)
     assert s.error_exponent == pytest.approx(1 / 3)
-    # the seed: alpha = n^(-2/min(4, 5)) = n^(-1/2); epsilon = n^(-1/3)
+    # the paper: alpha = n^(-2/min(4, 5)) = n^(-1/2); epsilon = n^(-1/3)
     assert s.seed_alpha_exponent == 0.5
     assert s.seed_epsilon_exponent == pytest.approx(1 / 3)
 
@@ -654,7 +656,7 @@ def test_schedule_matches_hand_computation_rough_regression_function():
     assert s.epsilon == pytest.approx(0.1574901, rel=1e-6)
     assert s.alpha_exponent == pytest.approx(4 / 9)
     assert s.epsilon_exponent == pytest.approx(2 / 9)
-    # the seed: alpha exponent 2/min(4, 3.5) = 4/7; epsilon min(1/3, 2/9) = 2/9
+    # the paper: alpha exponent 2/min(4, 3.5) = 4/7; epsilon min(1/3, 2/9) = 2/9
     assert s.seed_alpha_exponent == pytest.approx(4 / 7)
     assert s.seed_epsilon_exponent == pytest.approx(s.epsilon_exponent)
 

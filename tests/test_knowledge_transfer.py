@@ -1,4 +1,7 @@
-"""KnowledgeTransferClassifier (SPEC 3.2; seed 002, Algorithm 5)."""
+"""KnowledgeTransferClassifier (Bassily, Thakkar and Thakurta 2018, Algorithm 5).
+
+See docs/design.rst, "Knowledge transfer to a student".
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import (
     BudgetExhaustedError,
@@ -26,10 +28,6 @@ from dpsklearn.private_prediction import PrivatePredictionClassifier
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,6 @@
-"""Tests for dpsklearn.ledger: one durable budget across processes (SPEC 4, issue 5).
+"""Tests for dpsklearn.ledger: one durable budget across processes.
+
+See docs/design.rst, "Serving state, copies and the ledger".
 
 Every ledger lives in pytest's ``tmp_path``. The multi-process tests use
 the ``spawn`` start method and a child interpreter killed with SIGKILL, so
@@ -25,10 +27,9 @@ import time
 
 import numpy as np
 import pytest
+from _helpers import STUMP, two_blobs
 from sklearn.base import clone
-from sklearn.datasets import make_blobs
 from sklearn.model_selection import GridSearchCV
-from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
 from dpsklearn.accounting import PrivacyAccountant, PrivacyEvent, max_events
@@ -37,16 +38,10 @@ from dpsklearn.ledger import LedgerError, PrivacyLedger
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 DELTA = 1e-6
-STUMP = DecisionTreeClassifier(max_depth=1)
 
 
 def _blobs(n, seed):
-    return make_blobs(
-        n_samples=n,
-        centers=[[-3.0, -3.0], [3.0, 3.0]],
-        cluster_std=1.0,
-        random_state=seed,
-    )
+    return two_blobs(n, seed, centre=3.0)
 
 
 def _model(ledger, **params):

@@ -1,7 +1,8 @@
 """Every estimator that serves queries keeps its counters durable in a ledger.
 
 A pickled copy made before serving, or a second copy, continues the stored
-counters instead of answering again from its own stale copy (SPEC 4): the
+counters instead of answering again from its own stale copy (docs/design.rst,
+"Serving state, copies and the ledger"): the
 number of answers released over all copies never exceeds what was paid for.
 """
 

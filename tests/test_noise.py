@@ -1,4 +1,4 @@
-"""Noise primitives (SPEC 1 Randomness/Floating point, 2.3, 8).
+"""Noise primitives (docs/design.rst, "Noise primitives").
 
 Statistical tests use fixed seeds, so they are deterministic; the stated
 failure probabilities are those of a correct sampler under a random seed.
@@ -203,7 +203,8 @@ def test_exponential_mechanism_frequencies(utilities, epsilon, sensitivity):
     counts = _em_frequencies(utilities, epsilon, sensitivity, n, seed=5)
     right = _em_probabilities(utilities, epsilon / (2 * sensitivity)) * n
     assert stats.chisquare(counts, right).pvalue > ALPHA
-    # Power: the seed-000 mistake exp(epsilon u / Delta) is rejected.
+    # Power: the soft-majority rule as printed in Dwork and Feldman (2018),
+    # exp(epsilon u / Delta), is rejected (docs/corrections.rst).
     wrong = _em_probabilities(utilities, epsilon / sensitivity) * n
     assert stats.chisquare(counts, wrong).pvalue < ALPHA
 

@@ -1,4 +1,7 @@
-"""Noise hygiene (issue 6 item 5, second half; SPEC 1 Randomness, SPEC 8).
+"""Noise hygiene: where mechanism noise comes from, and what copies do with it.
+
+See docs/design.rst, "Noise primitives" and "Serving state, copies and the
+ledger".
 
 Mechanism noise comes from OS entropy at every ``fit`` unless
 ``noise_random_state`` is set:
@@ -30,8 +33,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
-from threadpoolctl import threadpool_limits
+from _helpers import STUMP
+from sklearn.tree import DecisionTreeRegressor
 
 from dpsklearn import (
     DecisionStumps,
@@ -51,10 +54,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 _RNG = np.random.default_rng(0)
@@ -66,7 +65,6 @@ Y_REG = np.clip(X[:, 0] + 0.3 * _RNG.normal(size=N), -3, 3)
 QUERIES = _RNG.normal(size=(80, 3))
 FIRST, SECOND = QUERIES[:30], QUERIES[30:]
 
-STUMP = DecisionTreeClassifier(max_depth=1)
 REG_STUMP = DecisionTreeRegressor(max_depth=2)
 
 

@@ -1,4 +1,6 @@
-"""Tests for dpsklearn.planning (SPEC 5): every formula against hand arithmetic.
+"""Tests for dpsklearn.planning: every formula against hand arithmetic.
+
+The planner is described in docs/design.rst, "The planner".
 
 The expected integers below were computed by hand (the intermediate values
 are in the comments), not by calling the formulas under test; where a value
@@ -30,7 +32,7 @@ from dpsklearn.planning import (
 from dpsklearn.votes import distance_to_instability
 
 # --------------------------------------------------------------------------
-# Seed 002, Theorem 3.11
+# Bassily, Thakkar and Thakurta (2018), Theorem 3.11
 # --------------------------------------------------------------------------
 
 
@@ -182,7 +184,7 @@ def test_n_estimators_for_agreement_matches_brute_force(
 
 
 def test_n_estimators_for_agreement_reference_value():
-    # SPEC 2.4: at T = 100, epsilon = 1, delta = 1e-5 the exact threshold is
+    # At T = 100, epsilon = 1, delta = 1e-5 the exact threshold is
     # about 2,580; a query needs dist ~ w + margin and k ~ dist / (a - 1/2).
     ks = n_estimators_for_agreement_by_calibration(0.9, 1.0, 1e-5, 100)
     assert ks == {"pure": 18689, "exact": 7433, "paper": 19153}
@@ -193,7 +195,8 @@ def test_n_estimators_for_agreement_reference_value():
 
 
 # --------------------------------------------------------------------------
-# Seed 000, Theorem 1; seed 004; seed 003
+# Dwork and Feldman (2018), Theorem 1 (numbered as in Rana's 2019 survey);
+# Nikolov, CSC2412 notes (private PAC learning); Chan, CSCI4230 notes 21
 # --------------------------------------------------------------------------
 
 
@@ -241,7 +244,7 @@ def test_statistical_query_sample_size(m, tau, epsilon, beta, noise, expected):
 
 
 # --------------------------------------------------------------------------
-# Seed 001 (lazy re-export) and bad inputs
+# Nie and Wang (2017), Theorem 3 (lazy re-export) and bad inputs
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,6 @@
-"""PrivatePredictionClassifier and PrivatePredictionRegressor (SPEC 3.3).
+"""PrivatePredictionClassifier and PrivatePredictionRegressor.
+
+See docs/design.rst, "Per-query releases" and "GNMax and Confident-GNMax".
 
 Statistical tests state their failure probability: each is a chi-square
 goodness-of-fit test at the ``1e-6`` quantile, so a correct implementation
@@ -16,7 +18,6 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.datasets import make_classification, make_regression
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
 from dpsklearn._serving import ReleaseCache, row_keys
@@ -39,11 +40,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 FAILURE_PROBABILITY = 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    # Hundreds of tiny teacher fits: BLAS threads only oversubscribe the CPU.
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _spent(accountant):
@@ -61,7 +57,7 @@ def binary_data():
     return X, y
 
 
-# -- eps_q (SPEC 3.3) ---------------------------------------------------------
+# -- eps_q (per-query epsilon) ---------------------------------------------------------
 # Hand-computed with 40-digit decimal arithmetic:
 #   rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2,
 #   exponential mechanism: eps_q = sqrt(8 rho / m); Laplace: sqrt(2 rho / m).
@@ -160,13 +156,15 @@ def test_exponential_mechanism_frequencies_chi_square(votes):
     X_query = np.arange(n_draws, dtype=float).reshape(-1, 1)
     labels = clf.predict(X_query)
     observed = np.bincount(labels, minlength=len(votes))
-    weights = np.exp(eps_q * np.asarray(votes) / 2.0)  # SPEC 3.3
+    weights = np.exp(eps_q * np.asarray(votes) / 2.0)  # Delta_u = 1
     expected = n_draws * weights / weights.sum()
     assert expected.min() > 1000
     statistic = ((observed - expected) ** 2 / expected).sum()
     critical = stats.chi2.isf(FAILURE_PROBABILITY, df=len(votes) - 1)
     assert statistic < critical, (observed, expected)
-    if len(votes) == 2:  # seed 000 Theorem 1: P(1) = e^(eps nu/2)/(1+e^(eps nu/2))
+    # Dwork and Feldman (2018), Theorem 1 (numbered as in Rana's 2019 survey):
+    # P(1) = e^(eps nu/2) / (1 + e^(eps nu/2)).
+    if len(votes) == 2:
         nu = 2 * votes[1] - sum(votes)
         p1 = math.exp(eps_q * nu / 2) / (1 + math.exp(eps_q * nu / 2))
         assert expected[1] / n_draws == pytest.approx(p1)
@@ -177,7 +175,7 @@ def test_exponential_mechanism_frequencies_chi_square(votes):
     np.testing.assert_array_equal(clf.predict(X_query[:10]), labels[:10])
 
 
-# -- predict_proba (SPEC 3.3) ------------------------------------------------
+# -- predict_proba ------------------------------------------------
 def test_predict_proba_rows_are_probability_vectors():
     X, y = make_classification(
         n_samples=900, n_features=6, n_informative=4, n_classes=3, random_state=1
@@ -196,7 +194,7 @@ def test_predict_proba_rows_are_probability_vectors():
         np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
 
 
-def test_predict_proba_is_the_spec_release():
+def test_predict_proba_is_the_documented_release():
     """Reproduce the release exactly: clip, renormalise, average, grid DLap, project."""
     X, y = make_classification(
         n_samples=400, n_features=5, n_informative=3, n_classes=3, random_state=2
@@ -386,7 +384,7 @@ def test_regressor_noise_has_the_stated_scale():
     k = 200
     reg = _regressor_with_teachers([0.3] * k, (-100.0, 100.0), eps_q, n_draws)
     g = default_grid_step(200.0 / k)
-    units = math.floor((200.0 / k) / g) + 1  # SPEC 1: floor(Delta/g) + 1
+    units = math.floor((200.0 / k) / g) + 1  # grid Laplace: floor(Delta/g) + 1
     scale = units / eps_q  # DLap scale in grid units
     assert reg.grid_step_ == g
     assert reg.noise_scale_ == pytest.approx(g * scale)
@@ -482,7 +480,7 @@ def test_classifier_bad_data(binary_data):
         PrivatePredictionClassifier(n_estimators=5).fit(sparse.csr_matrix(X), y)
 
 
-# -- GridSearchCV over epsilon on Adult (issue 3, "Done when") ---------------
+# -- GridSearchCV over epsilon on Adult: the trade-off shows ---------------
 def test_grid_search_over_epsilon_on_adult():
     from sklearn.compose import ColumnTransformer
     from sklearn.model_selection import GridSearchCV
@@ -532,7 +530,7 @@ def test_grid_search_over_epsilon_on_adult():
     assert stats.spearmanr(epsilons, accuracy).statistic >= 0.9, accuracy
 
 
-# -- copies (SPEC 8) ---------------------------------------------------------
+# -- copies reseed their noise ---------------------------------------------------------
 def test_copies_do_not_replay_the_noise(binary_data):
     import copy
     import pickle
@@ -580,7 +578,7 @@ def test_predict_proba_with_shards_missing_a_class():
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
 
 
-# -- mechanism="gnmax": the Gaussian noisy argmax (SPEC 3.3) -----------------
+# -- mechanism="gnmax": the Gaussian noisy argmax ------------------------------
 # Each released row is the noisy count vector counts + N_Z(0, sigma^2) per
 # class; predict is its argmax, predict_proba its vote shares. One release,
 # one cache, one unit per distinct row whichever method asks first.

@@ -1,4 +1,7 @@
-"""Sharding and the parallel fit of teachers (SPEC 2.1)."""
+"""Sharding and the parallel fit of teachers.
+
+See docs/design.rst, "Shards and teachers".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""SoftLabelPrivateRegressor (SPEC 3.4; seed 002, Algorithms 6-8).
+"""SoftLabelPrivateRegressor (Bassily, Thakkar and Thakurta 2018, Algorithms 6-8).
+
+See docs/design.rst, "Soft-label queries: the double test".
 
 The unit tests pin the teachers' soft labels (hand-built teachers) and the
 noise (zero), so every answer, the abstention count ``c`` and the number of
@@ -14,7 +16,6 @@ import pytest
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Perceptron
 from sklearn.svm import SVC
-from threadpoolctl import threadpool_limits
 
 from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
 from dpsklearn.calibration import calibrate_sparse_vector
@@ -24,10 +25,6 @@ from dpsklearn.sparse_vector import SparseVectorEngine
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread_blas():
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _zeros(start, stop):
@@ -56,7 +53,7 @@ class _TableTeacher:
         return self.table[X[:, 0].astype(int), self.column]
 
 
-# -- histograms (SPEC 3.4 partitions) -----------------------------------------
+# -- histograms (gamma and shifted partitions) -----------------------------------------
 def test_histograms_with_half_bins_boundaries_and_clipping():
     # gamma = 1/4: bins [0, .25) [.25, .5) [.5, .75) [.75, 1]; shifted bins
     # [.125, .375) [.375, .625) [.625, .875); [0, .125) and [.875, 1] dropped.
@@ -86,9 +83,10 @@ def test_histograms_with_half_bins_boundaries_and_clipping():
     assert counts.tolist() == [[1, 1]] and shifted.tolist() == [[2]]
 
 
-# -- run_two_stage against a sequential reference (SPEC 3.4) -----------------
+# -- run_two_stage against a sequential reference -------------------------------
 def _reference(first, second, threshold, cutoff, q_noise, t_noise, s_noise):
-    """Algorithms 6 and 8, one query at a time, as SPEC 3.4 states them."""
+    """Algorithms 6 and 8, one query at a time, with the corrections of
+    docs/corrections.rst, "Soft-label calibration"."""
     c = 0
     draws = 1
     w_hat = threshold + t_noise[0]
@@ -281,7 +279,7 @@ def test_noisy_mean_fallback():
     assert values.tolist() == [4.0, 3.0]
 
 
-# -- calibration (SPEC 3.4: T + 1 draws) -------------------------------------
+# -- calibration (T + 1 draws) -------------------------------------
 def test_calibrated_for_T_plus_one_draws():
     X, y = make_regression(n_samples=400, n_features=3, random_state=0)
     reg = SoftLabelPrivateRegressor(

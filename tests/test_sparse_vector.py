@@ -1,4 +1,6 @@
-"""The vectorised sparse vector engine against the sequential reference (SPEC 2.4).
+"""The vectorised sparse vector engine against the sequential reference.
+
+The engine is described in docs/design.rst, "The sparse vector stability test".
 
 Both consume the same injected noise (``tests/_reference.py``: query noise by
 query index, threshold noise by draw index), so every decision, counter and

@@ -1,4 +1,6 @@
-"""Tests for dpsklearn.statistical_queries (SPEC 3.7, seed 003).
+"""Tests for dpsklearn.statistical_queries (Chan, CSCI4230 notes 21, Theorem 1).
+
+See docs/design.rst, "Statistical queries on disjoint chunks".
 
 Noise scale and truncation are compared with the exact discrete Laplace
 moments and tails; the partition is checked to be disjoint, complete and
@@ -37,7 +39,7 @@ def test_mean_answers_have_grid_laplace_noise_of_sensitivity_one_over_chunk():
         [sq.query_mean(lambda X, y: np.full(len(X), 0.5)) for _ in range(m)]
     )
     g = default_grid_step(1.0 / 10)
-    units = math.floor((1.0 / 10) / g) + 1  # SPEC 1: floor(Delta/g) + 1
+    units = math.floor((1.0 / 10) / g) + 1  # grid Laplace: floor(Delta/g) + 1
     assert g == 2.0**-13 and units == 820
     on_grid = answers / g
     np.testing.assert_array_equal(on_grid, np.round(on_grid))  # no low-order bits
@@ -46,7 +48,8 @@ def test_mean_answers_have_grid_laplace_noise_of_sensitivity_one_over_chunk():
     expected = _dlap_abs_mean(units / eps)  # about 410 grid units = 0.05
     # Relative standard error of the mean |noise| over 4,000 draws is ~1.6%.
     assert abs(np.mean(np.abs(noise)) / expected - 1) < 0.06
-    # The seed's scale M / (|S_i| alpha) would be 4,000 times larger.
+    # The notes' scale M / (|S_i| alpha) would be 4,000 times larger
+    # (docs/corrections.rst, "Statistical queries: M times less noise").
     assert np.mean(np.abs(answers - 0.5)) < 0.1
 
 

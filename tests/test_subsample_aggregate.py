@@ -1,4 +1,7 @@
-"""SubsampleAggregateClassifier end to end (SPEC 1, 3.1, 6, 8; issue 2).
+"""SubsampleAggregateClassifier end to end.
+
+See docs/design.rst, "Neighbouring datasets and what epsilon covers" and
+"The sparse vector stability test".
 
 Randomised checks say what fails them with which probability; everything
 else is deterministic (fixed ``random_state``, and ``noise_random_state``
@@ -16,8 +19,8 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import STUMP, two_blobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
@@ -36,24 +39,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 # -- data and helpers -----------------------------------------------------------
 
 
-def _blobs(n=400, seed=0):
-    """Two well-separated blobs: every teacher gets every row right."""
-    X, y = make_blobs(
-        n_samples=n,
-        centers=[[-5.0, -5.0], [5.0, 5.0]],
-        cluster_std=1.0,
-        random_state=seed,
-    )
-    return X, y
-
-
-X_TRAIN, Y_TRAIN = _blobs(400, seed=0)
-X_QUERY, Y_QUERY = _blobs(200, seed=1)
-
-
-# Stumps separate the blobs and fit 20 times faster than LogisticRegression;
-# the default estimator is exercised by the tests that leave it unset.
-STUMP = DecisionTreeClassifier(max_depth=1)
+# Two well-separated blobs: every teacher (a stump) gets every row right.
+X_TRAIN, Y_TRAIN = two_blobs(400, seed=0)
+X_QUERY, Y_QUERY = two_blobs(200, seed=1)
 
 
 def _easy(**params):
@@ -149,7 +137,7 @@ def test_model_halts_when_abstentions_reach_max_unstable():
         model.predict(X_QUERY[:1])
     assert info.value.n_answered == 0
     assert model.budget_status()["abstention_count"] == 3
-    # The error carries the spends, never the secret state (SPEC 1, 6).
+    # The error carries the spends, never the secret state.
     secret = engine.get_state()["noisy_threshold"]
     assert f"{secret:g}" not in str(err) and "noisy" not in str(err)
     assert err.spends and all(hasattr(e, "epsilon") for e in err.spends)

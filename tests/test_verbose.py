@@ -1,9 +1,10 @@
-"""Progress reporting through scikit-learn's ``verbose`` convention (issue 8 item 4).
+"""Progress reporting through scikit-learn's ``verbose`` convention.
 
 ``verbose`` is handed to joblib, so a fit prints joblib's progress lines
 (``[Parallel(n_jobs=...)]: Done ...``) on stderr; ``verbose=0`` prints
 nothing. Per-call serving lines show counts of answers and abstentions only,
-never votes, distances, noise or the threshold (SPEC 1).
+never votes, distances, noise or the threshold (docs/design.rst,
+"Neighbouring datasets and what epsilon covers").
 """
 
 from __future__ import annotations

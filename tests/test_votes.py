@@ -1,4 +1,7 @@
-"""Vote counts and the distance to instability (SPEC 2.2).
+"""Vote counts and the distance to instability.
+
+See docs/design.rst, "Vote counts and the distance to instability", and
+docs/corrections.rst, "Distance to instability under replace-one".
 
 The exhaustive test enumerates every vote histogram of k <= 12 teachers over
 2 to 4 classes and every one-vote move (replace-one changes one teacher: one
@@ -39,8 +42,8 @@ def _majority(counts):
     return best
 
 
-def _seed_distance(counts):
-    """Seed 002's printed formula, max(0, top - second - 1)."""
+def _paper_distance(counts):
+    """The printed formula of Bassily et al. (2018), max(0, top - second - 1)."""
     ordered = np.sort(counts, axis=1)
     return np.maximum(0, ordered[:, -1] - ordered[:, -2] - 1)
 
@@ -94,18 +97,18 @@ def test_distance_to_instability_exhaustive():
     assert n_stability == 0
 
 
-def test_seed_formula_violates_both_properties():
-    """Seed 002's max(0, top - second - 1) breaks both properties (SPEC 2.2)."""
-    _, n_sensitivity, n_stability = _exhaustive(_seed_distance)
+def test_paper_formula_violates_both_properties():
+    """Bassily et al. (2018)'s max(0, top - second - 1) breaks both properties."""
+    _, n_sensitivity, n_stability = _exhaustive(_paper_distance)
     assert n_sensitivity > 0
     assert n_stability > 0
-    # The textbook witnesses: at gap 2 the seed reads 1 although one move
+    # The textbook witnesses: at gap 2 the paper's formula reads 1 although one move
     # ties the top two (and the tie goes to the lower index) ...
-    assert _seed_distance(np.array([[2, 4]]))[0] == 1
+    assert _paper_distance(np.array([[2, 4]]))[0] == 1
     assert _majority([3, 3]) != _majority([2, 4])
     # ... and one move changes it by 2.
     assert (
-        _seed_distance(np.array([[0, 6]]))[0] - _seed_distance(np.array([[1, 5]]))[0]
+        _paper_distance(np.array([[0, 6]]))[0] - _paper_distance(np.array([[1, 5]]))[0]
         == 2
     )
 

