@@ -49,7 +49,7 @@ from dpsklearn import (  # noqa: E402
     PrivacyAccountant,
     PrivacyEvent,
 )
-from dpsklearn.accounting import (  # noqa: E402
+from dpsklearn.accounting import (
     COMPOSITIONS,
     calibrate_epsilon,
     compose_epsilon,

@@ -83,15 +83,10 @@ from dpsklearn import (  # noqa: E402
     SoftLabelPrivateRegressor,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.baselines import base_rate  # noqa: E402
-from dpsklearn.calibration import (  # noqa: E402
-    calibrate_sparse_vector,
-    per_query_epsilon,
-)
-from dpsklearn.planning import (  # noqa: E402
-    auto_n_estimators,
-    private_prediction_r,
-)
+from dpsklearn.mechanisms import calibrate_sparse_vector
+from dpsklearn.planning import auto_n_estimators, private_prediction_r
 
 DELTA = 1e-5
 RANDOM_STATE = 0
@@ -188,7 +183,7 @@ class Runner:
         return max(1, self.n // self.min_per_shard)
 
     def k_private_prediction(self, epsilon, m):
-        eps_q, _ = per_query_epsilon(epsilon, DELTA, m, release="exponential")
+        eps_q, _ = per_release_epsilon(epsilon, DELTA, m, release="exponential")
         return min(private_prediction_r(0.1, eps_q), self.k_data())
 
     def n_jobs(self, k):
@@ -217,8 +212,9 @@ class Runner:
             self.votes[k] = float(np.mean(labels == self.data.y_query))
         return self.votes[k]
 
-    def row(self, setting, epsilon, k, T, labels, abstained, halted, extra,
-            mechanism=None):
+    def row(
+        self, setting, epsilon, k, T, labels, abstained, halted, extra, mechanism=None
+    ):
         y = self.data.y_query
         answered = ~np.asarray(abstained, dtype=bool)
         correct = (np.asarray(labels) == y) & answered
@@ -332,8 +328,9 @@ class Runner:
             },
         )
 
-    def _private_prediction(self, epsilon, m, k_factor, mechanism="exponential",
-                            k_rule="exponential"):
+    def _private_prediction(
+        self, epsilon, m, k_factor, mechanism="exponential", k_rule="exponential"
+    ):
         """A PrivatePredictionClassifier; ``k_rule``: whose ``k`` it uses.
 
         ``"exponential"``: Theorem 1's (the exponential mechanism's planner,
@@ -367,7 +364,10 @@ class Runner:
     def _run_private_prediction(self, setting, epsilon):
         mechanism = setting.get("pp_mechanism", "exponential")
         model, k = self._private_prediction(
-            epsilon, self.m, setting["k_factor"], mechanism,
+            epsilon,
+            self.m,
+            setting["k_factor"],
+            mechanism,
             setting.get("k_rule", "exponential"),
         )
         fit_s = self._fit(model, self.data.X_train, self.data.y_train, k)
@@ -424,7 +424,10 @@ class Runner:
             random_state=RANDOM_STATE,
         )
         fit_s = self._fit(
-            model, self.data.X_train, self.data.y_train, None,
+            model,
+            self.data.X_train,
+            self.data.y_train,
+            None,
             X_public=self.data.X_public,
         )
         start = time.perf_counter()
@@ -526,64 +529,140 @@ def settings(binary, sweep):
     """The planner's setting of every estimator/mechanism, then the sweep."""
     sa = "SubsampleAggregateClassifier"
     out = [
-        dict(kind="sparse_vector", estimator=sa, mechanism="sparse vector + noisy max",
-             fallback="noisy_max", T=T_PLANNER, k_factor=1, planner=True),
-        dict(kind="sparse_vector", estimator=sa, mechanism="sparse vector + abstain",
-             fallback="abstain", T=T_PLANNER, k_factor=1, planner=True),
-        dict(kind="gnmax", estimator=sa, mechanism="confident GNMax",
-             answers_fraction=1.0, k_factor=1, planner=True),
-        dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
-             mechanism="exponential", k_factor=1, planner=True),
-        dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
-             mechanism="GNMax", pp_mechanism="gnmax", k_factor=1, planner=True),
-        dict(kind="knowledge_transfer", estimator="KnowledgeTransferClassifier",
-             mechanism="sequential: all public rows, exponential "
-             "({calibration}) labels -> student", query_strategy="sequential",
-             planner=True),
-        dict(kind="knowledge_transfer", estimator="KnowledgeTransferClassifier",
-             mechanism=f"uncertainty: {_fraction_text()} of public rows in "
-             f"{KT_ROUNDS} rounds, exponential ({{calibration}}) labels -> "
-             "student", query_strategy="uncertainty", planner=True),
+        dict(
+            kind="sparse_vector",
+            estimator=sa,
+            mechanism="sparse vector + noisy max",
+            fallback="noisy_max",
+            T=T_PLANNER,
+            k_factor=1,
+            planner=True,
+        ),
+        dict(
+            kind="sparse_vector",
+            estimator=sa,
+            mechanism="sparse vector + abstain",
+            fallback="abstain",
+            T=T_PLANNER,
+            k_factor=1,
+            planner=True,
+        ),
+        dict(
+            kind="gnmax",
+            estimator=sa,
+            mechanism="confident GNMax",
+            answers_fraction=1.0,
+            k_factor=1,
+            planner=True,
+        ),
+        dict(
+            kind="private_prediction",
+            estimator="PrivatePredictionClassifier",
+            mechanism="exponential",
+            k_factor=1,
+            planner=True,
+        ),
+        dict(
+            kind="private_prediction",
+            estimator="PrivatePredictionClassifier",
+            mechanism="GNMax",
+            pp_mechanism="gnmax",
+            k_factor=1,
+            planner=True,
+        ),
+        dict(
+            kind="knowledge_transfer",
+            estimator="KnowledgeTransferClassifier",
+            mechanism="sequential: all public rows, exponential "
+            "({calibration}) labels -> student",
+            query_strategy="sequential",
+            planner=True,
+        ),
+        dict(
+            kind="knowledge_transfer",
+            estimator="KnowledgeTransferClassifier",
+            mechanism=f"uncertainty: {_fraction_text()} of public rows in "
+            f"{KT_ROUNDS} rounds, exponential ({{calibration}}) labels -> "
+            "student",
+            query_strategy="uncertainty",
+            planner=True,
+        ),
     ]
     if binary:
         out.append(
-            dict(kind="soft_label", estimator="SoftLabelPrivateRegressor",
-                 mechanism=f"soft labels, gamma={SOFT_LABEL_GAMMA}", T=T_PLANNER,
-                 planner=True)
+            dict(
+                kind="soft_label",
+                estimator="SoftLabelPrivateRegressor",
+                mechanism=f"soft labels, gamma={SOFT_LABEL_GAMMA}",
+                T=T_PLANNER,
+                planner=True,
+            )
         )
     out.append(
-        dict(kind="erm", estimator="ExponentialMechanismERM",
-             mechanism=f"decision stumps ({STUMP_THRESHOLDS} thresholds)",
-             planner=True, delta=0.0)
+        dict(
+            kind="erm",
+            estimator="ExponentialMechanismERM",
+            mechanism=f"decision stumps ({STUMP_THRESHOLDS} thresholds)",
+            planner=True,
+            delta=0.0,
+        )
     )
     if sweep:
         for fallback, name in (("noisy_max", "noisy max"), ("abstain", "abstain")):
             for T, factor in ((T_SWEEP, 1), (T_PLANNER, 4)):
                 out.append(
-                    dict(kind="sparse_vector", estimator=sa,
-                         mechanism=f"sparse vector + {name}", fallback=fallback,
-                         T=T, k_factor=factor, planner=False)
+                    dict(
+                        kind="sparse_vector",
+                        estimator=sa,
+                        mechanism=f"sparse vector + {name}",
+                        fallback=fallback,
+                        T=T,
+                        k_factor=factor,
+                        planner=False,
+                    )
                 )
         for fraction in (0.1,):
             out.append(
-                dict(kind="gnmax", estimator=sa, mechanism="confident GNMax",
-                     answers_fraction=fraction, k_factor=1, planner=False)
+                dict(
+                    kind="gnmax",
+                    estimator=sa,
+                    mechanism="confident GNMax",
+                    answers_fraction=fraction,
+                    k_factor=1,
+                    planner=False,
+                )
             )
         out.append(
-            dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
-                 mechanism="exponential", k_factor=4, planner=False)
+            dict(
+                kind="private_prediction",
+                estimator="PrivatePredictionClassifier",
+                mechanism="exponential",
+                k_factor=4,
+                planner=False,
+            )
         )
         out.append(
-            dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
-                 mechanism="GNMax", pp_mechanism="gnmax", k_factor=4,
-                 planner=False)
+            dict(
+                kind="private_prediction",
+                estimator="PrivatePredictionClassifier",
+                mechanism="GNMax",
+                pp_mechanism="gnmax",
+                k_factor=4,
+                planner=False,
+            )
         )
         # GNMax's own n_estimators="auto": every teacher the data supports
         # (the teachers of the subsample-and-aggregate rows, memoised).
         out.append(
-            dict(kind="private_prediction", estimator="PrivatePredictionClassifier",
-                 mechanism="GNMax, own k", pp_mechanism="gnmax", k_factor=1,
-                 k_rule="auto", planner=False)
+            dict(
+                kind="private_prediction",
+                estimator="PrivatePredictionClassifier",
+                mechanism="GNMax, own k",
+                pp_mechanism="gnmax",
+                k_factor=1,
+                k_rule="auto",
+                planner=False,
+            )
         )
     return out
 
@@ -601,6 +680,7 @@ def run(config, progress_label="privacy_utility"):
         per_shard = config["min_samples_per_shard"].get(name, DEFAULT_MIN_PER_SHARD)
         datasets[name] = (m, per_shard)
     rows, described = [], []
+
     def grid(binary):
         for setting in settings(binary, config["sweep"]):
             epsilons = config["epsilons" if setting["planner"] else "sweep_epsilons"]
@@ -717,12 +797,27 @@ def plot(rows, described, path):
         )
         if votes:
             xs, ys, ks = zip(*votes, strict=True)
-            ax.plot(xs, ys, ls=":", color="grey", lw=2,
-                    label="teachers' vote at the sparse vector's k (non-private)")
-        ax.axhline(info["full_model"], color="black", lw=1.5,
-                   label="non-private model, all rows")
-        ax.axhline(info["base_rate"], color="black", ls="--", lw=1.2,
-                   label="base rate (majority class)")
+            ax.plot(
+                xs,
+                ys,
+                ls=":",
+                color="grey",
+                lw=2,
+                label="teachers' vote at the sparse vector's k (non-private)",
+            )
+        ax.axhline(
+            info["full_model"],
+            color="black",
+            lw=1.5,
+            label="non-private model, all rows",
+        )
+        ax.axhline(
+            info["base_rate"],
+            color="black",
+            ls="--",
+            lw=1.2,
+            label="base rate (majority class)",
+        )
         ax.set_xscale("log", base=2)
         eps = sorted({r["epsilon"] for r in mine})
         ax.set_xticks(eps)
@@ -733,7 +828,7 @@ def plot(rows, described, path):
         k_text = "/".join(str(k) for k in sorted(set(ks))) if votes else "-"
         ax.set_title(f"{name} (m = {mine[0]['m']}, sparse vector k = {k_text})")
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(described):]:
+    for ax in list(axes.flat)[len(described) :]:
         ax.axis("off")
     handles, labels = [], []
     for ax in axes.flat:
@@ -741,8 +836,7 @@ def plot(rows, described, path):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9,
-               frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
     fig.suptitle(
         "Accuracy over all m queries (abstentions wrong) at the planner's k and T",
         fontsize=12,
@@ -856,13 +950,13 @@ def calibration_note(rows):
         {
             r["calibration"]
             for r in rows
-            if r["estimator"] in ("PrivatePredictionClassifier",
-                                  "KnowledgeTransferClassifier")
+            if r["estimator"]
+            in ("PrivatePredictionClassifier", "KnowledgeTransferClassifier")
         }
     )
     ratio = (
-        per_query_epsilon(1.0, DELTA, 2000, calibration="rdp")[0]
-        / per_query_epsilon(1.0, DELTA, 2000, calibration="zcdp")[0]
+        per_release_epsilon(1.0, DELTA, 2000, calibration="rdp")[0]
+        / per_release_epsilon(1.0, DELTA, 2000, calibration="zcdp")[0]
     )
     return (
         "**Calibration.** Every PrivatePrediction row (both mechanisms) and "

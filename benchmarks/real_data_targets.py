@@ -19,7 +19,7 @@ validation test rows, and the teachers are fitted on the remaining 24,561
 (``k`` is scaled so that shards have the size they have on the full file).
 Every configuration of the sweep is shown. The sweep applies the estimators'
 own mechanism code (:func:`dpsklearn.noise.exponential_mechanism` at
-``epsilon_per_query_``, :class:`dpsklearn.gnmax.ConfidentGNMaxEngine` at the
+``epsilon_per_query_``, :class:`dpsklearn.mechanisms.ConfidentGNMaxEngine` at the
 calibration ``fit`` computes) to the vote counts of one fitted ensemble per
 ``k``, averaged over several noise draws: the same distribution as refitting
 the estimator, at a fraction of the cost. The chosen configuration is then run
@@ -74,19 +74,17 @@ from dpsklearn import (  # noqa: E402
     PrivatePredictionClassifier,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.baselines import base_rate, teacher_majority_vote  # noqa: E402
-from dpsklearn.calibration import (  # noqa: E402
-    calibrate_confident_gnmax,
-    per_query_epsilon,
-)
 from dpsklearn.datasets import load_adult  # noqa: E402
 from dpsklearn.demo import adult_encoder  # noqa: E402
-from dpsklearn.gnmax import (  # noqa: E402
+from dpsklearn.mechanisms import (
     ConfidentGNMaxEngine,
+    calibrate_confident_gnmax,
     confident_gnmax_threshold,
 )
 from dpsklearn.noise import exponential_mechanism  # noqa: E402
-from dpsklearn.regime import predict_regime  # noqa: E402
+from dpsklearn.planning import predict_regime  # noqa: E402
 
 DELTA = 1e-5
 ABSTAIN = "abstain"
@@ -305,8 +303,12 @@ class VotesTeacher(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         self.classes_ = np.asarray(self.classes)
-        self.epsilon_per_query_, self.calibration_ = per_query_epsilon(
-            self.epsilon, DELTA, self.max_queries, "exponential", "auto"
+        self.epsilon_per_query_, self.calibration_ = per_release_epsilon(
+            self.epsilon,
+            DELTA,
+            self.max_queries,
+            release="exponential",
+            calibration="auto",
         )
         self.row_index_ = {row.tobytes(): i for i, row in enumerate(self.X_public)}
         self.rng_ = np.random.default_rng(self.seed)
@@ -323,9 +325,10 @@ class VotesTeacher(ClassifierMixin, BaseEstimator):
         )
         return self.classes_[labels], np.zeros(len(index), dtype=bool)
 
+
 def pp_labels(counts, epsilon, m, rng):
     """``PrivatePredictionClassifier.predict`` on ``counts`` (calibration auto)."""
-    eps_q, calibration = per_query_epsilon(
+    eps_q, calibration = per_release_epsilon(
         epsilon, DELTA, m, release="exponential", calibration="auto"
     )
     labels = exponential_mechanism(counts, eps_q, 1.0, rng=rng)
@@ -521,7 +524,9 @@ def _uncertainty_rows(val, classes, counts_pub, epsilon, m, n_rounds, grid, base
             # The private rows are not used by the stand-in (votes are fixed).
             kt.fit(val["X_private"][:10], val["y_private"][:10], X_public=X_pool)
             accs.append(_accuracy(kt.predict(val["X_eval"]), val["y_eval"]))
-        calibration = per_query_epsilon(epsilon, DELTA, m, "exponential", "auto")[1]
+        calibration = per_release_epsilon(
+            epsilon, DELTA, m, release="exponential", calibration="auto"
+        )[1]
         rows.append(
             {
                 "split": "validation",
@@ -923,7 +928,7 @@ def write(result, out_dir):
         )
     lines += [
         "",
-        "`predicted`: :func:`dpsklearn.regime.predict_regime` on the same "
+        "`predicted`: :func:`dpsklearn.planning.predict_regime` on the same "
         "teachers' votes on these queries (read directly, for checking the "
         "guide; not a private release).",
     ]
@@ -987,8 +992,15 @@ def main(argv=None):
         "adult_chosen": {
             key: chosen[key]
             for key in (
-                "mechanism", "k", "epsilon", "m", "max_answers",
-                "query_strategy", "n_rounds", "calibration", "student",
+                "mechanism",
+                "k",
+                "epsilon",
+                "m",
+                "max_answers",
+                "query_strategy",
+                "n_rounds",
+                "calibration",
+                "student",
             )  # fmt: skip
         },
         "adult_test": test,

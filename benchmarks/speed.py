@@ -190,14 +190,23 @@ def measure_predict(data, m, repeats, progress, all_mechanisms=True):
     if all_mechanisms:
         models[("LogisticRegression", "confident GNMax", "fused")] = (
             sparse_vector_model(
-                linear_teacher(), K_PREDICT, classes, "auto",
-                mechanism="confident_gnmax", max_queries=m, epsilon=1e4,
+                linear_teacher(),
+                K_PREDICT,
+                classes,
+                "auto",
+                mechanism="confident_gnmax",
+                max_queries=m,
+                epsilon=1e4,
             )
         )
         models[("LogisticRegression", "exponential (PrivatePrediction)", "fused")] = (
             PrivatePredictionClassifier(
-                linear_teacher(), n_estimators=K_PREDICT, epsilon=1e4,
-                max_queries=m, classes=classes, random_state=0,
+                linear_teacher(),
+                n_estimators=K_PREDICT,
+                epsilon=1e4,
+                max_queries=m,
+                classes=classes,
+                random_state=0,
             )
         )
     for model in models.values():  # fits are not timed here
@@ -235,8 +244,11 @@ def measure_predict(data, m, repeats, progress, all_mechanisms=True):
                 "ratio": private / baseline,
             }
         )
-    lr = {r["path"]: r for r in rows
-          if r["teacher"] == "LogisticRegression" and r["mechanism"] == "sparse vector"}
+    lr = {
+        r["path"]: r
+        for r in rows
+        if r["teacher"] == "LogisticRegression" and r["mechanism"] == "sparse vector"
+    }
     fused_vs = {
         "k": K_PREDICT,
         "m": m,
@@ -348,14 +360,14 @@ def measure_scaling(X_all, y_all, classes, ns, ms, repeats, progress):
         )
     # Untimed fits (two workers) of the models whose predict is timed.
     fused = quiet(
-        sparse_vector_model(linear_teacher(), K_SCALING, classes, "auto",
-                            n_jobs=2).fit,
-        X_all, y_all,
+        sparse_vector_model(linear_teacher(), K_SCALING, classes, "auto", n_jobs=2).fit,
+        X_all,
+        y_all,
     )
     plain = quiet(
-        sparse_vector_model(linear_teacher(), K_SCALING, classes, False,
-                            n_jobs=2).fit,
-        X_all, y_all,
+        sparse_vector_model(linear_teacher(), K_SCALING, classes, False, n_jobs=2).fit,
+        X_all,
+        y_all,
     )
     predict_rows = []
     rng = np.random.RandomState(1)
@@ -397,20 +409,40 @@ def plot(result, path):
     predict_rows = result["scaling"]["predict"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
     n = [r["n"] for r in fit_rows]
-    left.loglog(n, [r["private_seconds"] for r in fit_rows], "o-",
-                label="SubsampleAggregateClassifier.fit")
-    left.loglog(n, [r["bagging_seconds"] for r in fit_rows], "s--",
-                label="BaggingClassifier.fit (max_samples=1/k)")
+    left.loglog(
+        n,
+        [r["private_seconds"] for r in fit_rows],
+        "o-",
+        label="SubsampleAggregateClassifier.fit",
+    )
+    left.loglog(
+        n,
+        [r["bagging_seconds"] for r in fit_rows],
+        "s--",
+        label="BaggingClassifier.fit (max_samples=1/k)",
+    )
     left.set_xlabel("training rows n")
     left.set_ylabel("seconds")
     left.set_title(f"fit, k = {K_SCALING} scaled LogisticRegression, n_jobs = 1")
     m = [r["m"] for r in predict_rows]
-    right.loglog(m, [r["fused_seconds"] for r in predict_rows], "o-",
-                 label="private predict, fused path")
-    right.loglog(m, [r["per_teacher_seconds"] for r in predict_rows], "^-",
-                 label="private predict, per-teacher path")
-    right.loglog(m, [r["teachers_own_seconds"] for r in predict_rows], "s--",
-                 label="teachers' own predict (baseline)")
+    right.loglog(
+        m,
+        [r["fused_seconds"] for r in predict_rows],
+        "o-",
+        label="private predict, fused path",
+    )
+    right.loglog(
+        m,
+        [r["per_teacher_seconds"] for r in predict_rows],
+        "^-",
+        label="private predict, per-teacher path",
+    )
+    right.loglog(
+        m,
+        [r["teachers_own_seconds"] for r in predict_rows],
+        "s--",
+        label="teachers' own predict (baseline)",
+    )
     right.set_xlabel("query rows m")
     right.set_ylabel("seconds")
     right.set_title(f"predict, k = {K_SCALING}, n = {predict_rows[0]['n']:,}")
@@ -515,7 +547,7 @@ def write(result, out_dir):
         "",
         "## Fused vs per-teacher vote path",
         "",
-        f"SubsampleAggregateClassifier(fused=\"auto\") vs fused=False, same "
+        f'SubsampleAggregateClassifier(fused="auto") vs fused=False, same '
         f"teachers (k = {fv['k']}), m = {fv['m']:,}: identical votes "
         f"{fv['identical_votes']}; per-teacher {fv['per_teacher_seconds']:.3f} s, "
         f"fused {fv['fused_seconds']:.3f} s, **{fv['speedup']:.1f}x** faster.",
@@ -624,17 +656,28 @@ def main(argv=None):
     progress = Progress(total, "speed")
     with threadpool_limits(1, user_api="blas"):
         predict_rows, fused_vs = measure_predict(
-            data, config["predict_queries"], config["predict_repeats"], progress,
+            data,
+            config["predict_queries"],
+            config["predict_repeats"],
+            progress,
             config["predict_all_mechanisms"],
         )
         fit_rows = measure_fit(
-            data, config["fit_cells"], config["fit_n_jobs"], config["fit_repeats"],
+            data,
+            config["fit_cells"],
+            config["fit_n_jobs"],
+            config["fit_repeats"],
             progress,
         )
         ns = [n for n in config["scaling_n"] if n <= X_scale.shape[0]]
         scaling_fit, scaling_predict = measure_scaling(
-            X_scale, y_scale, scale_classes, ns, config["scaling_m"],
-            config["scaling_repeats"], progress,
+            X_scale,
+            y_scale,
+            scale_classes,
+            ns,
+            config["scaling_m"],
+            config["scaling_repeats"],
+            progress,
         )
     seconds = time.perf_counter() - start
     result = {

@@ -154,8 +154,8 @@ def gnmax_half_sigma(model):
     """Make a fitted GNMax ``PrivatePredictionClassifier`` serve with ``sigma / 2``.
 
     The model still claims its ``(epsilon, delta)``; its rows are released
-    with half the noise the calibration certified (the serving config is
-    what the release reads). Vectorised like the others: one
+    with half the noise the calibration certified (the serving engine's
+    sigma is what the release reads). Vectorised like the others: one
     ``predict`` on ``n`` distinct rows is ``n`` runs.
 
     Parameters
@@ -168,7 +168,7 @@ def gnmax_half_sigma(model):
     model : PrivatePredictionClassifier
         The same object, broken.
     """
-    config = model._serving_state_.config
-    config["sigma"] = config["sigma"] / 2.0
-    model.sigma_ = config["sigma"]
+    engine = model._serving_state_.engine
+    engine.sigma = engine.sigma / 2.0
+    model.sigma_ = engine.sigma
     return model

@@ -12,7 +12,7 @@ one query at a time and with no look-ahead:
         q_hat <= w_hat  ->  fail: c += 1;
                             if c < T: w_hat = w + threshold_noise(next draw)
 
-It shares nothing with :class:`dpsklearn.sparse_vector.SparseVectorEngine`
+It shares nothing with :class:`dpsklearn.mechanisms.SparseVectorEngine`
 except the two noise callables, so the tests can feed both the same noise and
 demand identical decisions. :class:`ArrayNoise` is such a callable: it serves
 slices of a pre-generated array and refuses any index outside it, so an

@@ -25,14 +25,21 @@ from sklearn.model_selection import GridSearchCV
 
 from dpsklearn.accounting import (
     COMPOSITIONS,
+    ApproximateEvent,
+    BoundedRangeEvent,
+    DiscreteLaplaceEvent,
+    GaussianEvent,
     PrivacyAccountant,
     PrivacyEvent,
-    calibrate_epsilon,
+    PrivacyLedger,
+    PureEvent,
     compose_epsilon,
     max_events,
+    per_release_epsilon,
     zcdp_epsilon,
     zcdp_rho,
 )
+from dpsklearn.accounting._composer import _new_dp_accountant
 from dpsklearn.exceptions import BudgetExhaustedError
 
 NR = dpa.NeighboringRelation
@@ -301,18 +308,19 @@ def test_pld_never_exceeds_basic(events):
 # -- the accountant: spending ---------------------------------------------------
 def test_basic_interface_unchanged():
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
-    acc.spend(0.4, kind="laplace", label="A")
+    acc.spend(0.4, label="A")
     assert acc.remaining == (pytest.approx(0.6), 1e-05)
-    acc.spend(0.3, 1e-6, kind="sparse_vector", label="B", count=2)
+    acc.spend(0.3, 1e-6, label="B", count=2)
     assert acc.spent == (pytest.approx(1.0), pytest.approx(2e-6))
     assert not acc.can_spend(0.01)
     with pytest.raises(BudgetExhaustedError) as err:
         acc.spend(0.01, label="C")
     assert len(err.value.spends) == 2
     assert [e.label for e in acc.events] == ["A", "B"]
-    # Old-style positional construction still works.
-    event = PrivacyEvent(0.1, 0.0, "laplace", "lbl", 3)
-    assert (event.kind, event.label, event.count) == ("laplace", "lbl", 3)
+    # spend() records a pure release without delta, an approximate one with.
+    assert [type(e) for e in acc.events] == [PureEvent, ApproximateEvent]
+    event = PureEvent(0.1, label="lbl", count=3)
+    assert (event.kind, event.label, event.count) == ("pure", "lbl", 3)
 
 
 def test_spend_events_is_atomic():
@@ -325,29 +333,31 @@ def test_spend_events_is_atomic():
 
 
 def test_spend_check_uses_the_chosen_composition():
+    shared = {c: PrivacyAccountant(1.0, DELTA, c) for c in ("basic", "zcdp")}
+    accountants = {**shared, "rdp": PrivacyAccountant._for_model(1.0, DELTA, "rdp")}
     for composition, n in (("basic", 20), ("zcdp", 55), ("rdp", 77)):
-        acc = PrivacyAccountant(1.0, DELTA, composition)
+        acc = accountants[composition]
         for _ in range(n):
-            acc.spend(0.05, kind="exponential")
+            acc.spend_events([BoundedRangeEvent(0.05)])
         with pytest.raises(BudgetExhaustedError):
-            acc.spend(0.05, kind="exponential")
+            acc.spend_events([BoundedRangeEvent(0.05)])
         assert len(acc.events) == n
         assert acc.spent[0] <= 1.0 + 1e-12
     own = PrivacyAccountant._for_model(1.0, DELTA, "pld")
-    own.spend(0.02, kind="exponential", count=60)
+    own.spend_events([BoundedRangeEvent(0.02, count=60)])
     assert own.spent[0] < 1.0 < own.spent_basic[0]
 
 
 def test_zero_delta_budget_is_basic_only():
-    acc = PrivacyAccountant(1.0, 0.0, "rdp")
-    acc.spend(0.1, kind="laplace", count=10)
-    assert not acc.can_spend(0.01, kind="laplace")
+    acc = PrivacyAccountant._for_model(1.0, 0.0, "rdp")
+    acc.spend(0.1, count=10)
+    assert not acc.can_spend(0.01)
     assert acc.spent == (pytest.approx(1.0), 0.0)
 
 
 def test_tight_spent_and_remaining():
     acc = PrivacyAccountant(1.0, DELTA, "zcdp")
-    acc.spend(0.05, kind="exponential", count=40)
+    acc.spend_events([BoundedRangeEvent(0.05, count=40)])
     eps, delta = acc.spent
     assert eps == pytest.approx(_zcdp(40 * 0.05**2 / 8, DELTA))
     assert delta == DELTA  # the conversion uses the budget's delta
@@ -360,62 +370,66 @@ def test_tight_spent_and_remaining():
 
 
 def test_gaussian_events():
-    acc = PrivacyAccountant(2.0, 1e-5, "rdp")
-    acc.spend(kind="gaussian", sigma=8.0, sensitivity=2.0, count=3)
+    acc = PrivacyAccountant._for_model(2.0, 1e-5, "rdp")
+    acc.spend_events([GaussianEvent(8.0, 2.0, count=3)])
     assert acc.epsilon_at(1e-5) == pytest.approx(
         _rdp([(dpa.GaussianDpEvent(4.0), 3)], 1e-5)
     )
     assert acc.spent_basic[0] == math.inf  # no stated guarantee: basic cannot say
     basic = PrivacyAccountant(2.0, 1e-5)
     with pytest.raises(ValueError, match="epsilon, delta"):
-        basic.spend(kind="gaussian", sigma=4.0)
+        basic.spend_events([GaussianEvent(4.0)])
     eps = dpa.get_epsilon_gaussian(4.0, 1e-6)
-    basic.spend(eps, 1e-6, kind="gaussian", sigma=4.0)
+    basic.spend_events([GaussianEvent(4.0, epsilon=eps, delta=1e-6)])
     # A stated guarantee the noise does not give is refused.
     with pytest.raises(ValueError, match="not"):
         PrivacyEvent.gaussian(4.0, epsilon=eps / 2, delta=1e-6)
     with pytest.raises(ValueError):
-        PrivacyEvent(0.1, kind="laplace", sigma=1.0)
-    with pytest.raises(ValueError):
         PrivacyEvent.discrete_laplace(scale=2.0, sensitivity=1.5)
     with pytest.raises(ValueError, match="match"):
-        PrivacyEvent(0.3, kind="discrete_laplace", scale=10.0, sensitivity=1)
+        PrivacyEvent.laplace(0.3, scale=10.0, sensitivity=1)
 
 
 def test_mechanism_models():
-    assert PrivacyEvent(0.1, kind="laplace").mechanism == "pure"
-    assert PrivacyEvent(0.1, kind="noisy_max").mechanism == "pure"
-    assert PrivacyEvent(0.1, kind="exponential").mechanism == "bounded_range"
-    assert PrivacyEvent(0.1, 1e-6, kind="sparse_vector").mechanism == "approximate"
-    assert PrivacyEvent(0.1, 1e-6, kind="exponential").mechanism == "approximate"
-    assert PrivacyEvent(None, kind="discrete_laplace", scale=10).mechanism == (
-        "discrete_laplace"
-    )
+    assert PureEvent(0.1).mechanism == "pure"
+    assert BoundedRangeEvent(0.1).mechanism == "bounded_range"
+    assert ApproximateEvent(0.1, 1e-6).mechanism == "approximate"
+    assert DiscreteLaplaceEvent(10).mechanism == "discrete_laplace"
+    # Events an earlier version stored in a ledger are read as the model
+    # they were accounted as then.
+    legacy = {
+        ("laplace", 0.0): PureEvent,
+        ("noisy_max", 0.0): PureEvent,
+        ("exponential", 0.0): BoundedRangeEvent,
+        ("sparse_vector", 1e-6): ApproximateEvent,
+        ("exponential", 1e-6): ApproximateEvent,
+    }
+    for (kind, delta), expected in legacy.items():
+        event = PrivacyEvent.from_record(kind, 0.1, delta, 1, None, 0.0)
+        assert type(event) is expected
     assert PrivacyEvent.exponential(0.2).rho == pytest.approx(0.005)
     assert PrivacyEvent.laplace(0.2).rho == pytest.approx(0.02)
     assert PrivacyEvent.approximate(0.2, 1e-6).rho is None
 
 
-def test_calibration_helpers():
-    assert calibrate_epsilon(20, 1.0) == pytest.approx(0.05)
-    for composition in ("zcdp", "rdp"):
-        eps_q = calibrate_epsilon(
-            100, 1.0, DELTA, kind="exponential", composition=composition
+def test_per_query_epsilon_is_tight_under_each_composition():
+    assert per_release_epsilon(1.0, 0.0, 20) == (pytest.approx(0.05), "basic")
+    for composition in ("zcdp", "rdp", "pld"):
+        eps_q, name = per_release_epsilon(
+            1.0, DELTA, 100, release="exponential", calibration=composition
         )
-        assert eps_q > 0.01
-        event = PrivacyEvent.exponential(eps_q, count=100)
+        assert name == composition and eps_q > 0.01
+        event = BoundedRangeEvent(eps_q, count=100)
         assert compose_epsilon([event], DELTA, composition) <= 1.0 + 1e-9
-        bigger = PrivacyEvent.exponential(eps_q * 1.001, count=100)
+        bigger = BoundedRangeEvent(eps_q * 1.001, count=100)
         assert compose_epsilon([bigger], DELTA, composition) > 1.0
     # zCDP closed form (docs/design.rst, "Per-query releases").
     rho = zcdp_rho(1.0, DELTA)
-    assert calibrate_epsilon(
-        1000, 1.0, DELTA, kind="exponential", composition="zcdp"
-    ) == pytest.approx(math.sqrt(8 * rho / 1000), rel=1e-5)
-    # m = 1: basic 1.0 beats zCDP's 0.41.
-    assert (
-        calibrate_epsilon(1, 1.0, DELTA, kind="exponential", composition="zcdp") == 1.0
-    )
+    eps_q, _ = per_release_epsilon(1.0, DELTA, 1000, calibration="zcdp")
+    assert eps_q == pytest.approx(math.sqrt(8 * rho / 1000), rel=1e-5)
+    # m = 1: zCDP gives 0.41, and auto takes basic's 1.0.
+    assert per_release_epsilon(1.0, DELTA, 1, calibration="zcdp")[0] < 0.5
+    assert per_release_epsilon(1.0, DELTA, 1) == (1.0, "basic")
 
 
 # -- sharing, filters, pickling --------------------------------------------------
@@ -425,7 +439,7 @@ class _Dummy(BaseEstimator):
         self.epsilon = epsilon
 
 
-@pytest.mark.parametrize("composition", ["basic", "zcdp", "rdp"])
+@pytest.mark.parametrize("composition", ["basic", "zcdp"])
 def test_clone_keeps_one_shared_accountant(composition):
     acc = PrivacyAccountant(2.0, DELTA, composition)
     est = _Dummy(accountant=acc)
@@ -445,7 +459,7 @@ class _SpendingClassifier(ClassifierMixin, BaseEstimator):
         self.epsilon = epsilon
 
     def fit(self, X, y):
-        self.accountant.spend(self.epsilon, kind="laplace", label="fit")
+        self.accountant.spend(self.epsilon, label="fit")
         self.classes_ = np.unique(y)
         return self
 
@@ -490,13 +504,45 @@ def test_grid_search_in_processes_cannot_fork_a_shared_budget():
     assert acc.events == []
 
 
-@pytest.mark.parametrize("composition", ["advanced", "pld"])
+@pytest.mark.parametrize("composition", ["advanced", "pld", "rdp"])
 def test_shared_accountant_refuses_non_filter_compositions(composition):
     with pytest.raises(ValueError, match="adaptive"):
         PrivacyAccountant(1.0, DELTA, composition)
     own = PrivacyAccountant._for_model(1.0, DELTA, composition)
-    own.spend(0.01, kind="laplace", count=10)
+    own.spend(0.01, count=10)
     assert own.composition == composition
+
+
+def _filter_example(accountant):
+    """One (0.3, 5e-6) release and 25 exponential-mechanism releases of 0.05."""
+    accountant.spend(0.3, 5e-6)
+    accountant.spend_events([BoundedRangeEvent(0.05, count=25)])
+    return accountant.spent[0]
+
+
+def test_shared_budgets_apply_the_filter_rule(tmp_path):
+    # Across adaptively chosen fits an approximate event cannot be carried
+    # beside rho (docs/design.rst, "Shared accountants and privacy filters"):
+    # a shared zCDP accountant and a ledger both fall back to basic, 1.55.
+    shared = PrivacyAccountant(2.0, 1e-5, "zcdp")
+    assert _filter_example(shared) == pytest.approx(1.55)
+    assert shared.composition_in_use.startswith("basic")
+    ledger = PrivacyLedger(tmp_path / "filter.sqlite", 2.0, 1e-5, "zcdp")
+    assert _filter_example(ledger) == pytest.approx(1.55)
+    # RDP's best order is chosen after the fact: refused for a shared budget.
+    with pytest.raises(ValueError, match="rdp"):
+        PrivacyAccountant(2.0, 1e-5, "rdp")
+    with pytest.raises(ValueError, match="rdp"):
+        PrivacyLedger(tmp_path / "rdp.sqlite", 2.0, 1e-5, "rdp")
+    # Within one fit every event is known in advance: any composition holds.
+    own_zcdp = PrivacyAccountant._for_model(2.0, 1e-5, "zcdp")
+    assert _filter_example(own_zcdp) == pytest.approx(0.925, abs=1e-3)
+    own_rdp = PrivacyAccountant._for_model(2.0, 1e-5, "rdp")
+    assert _filter_example(own_rdp) == pytest.approx(0.799, abs=1e-3)
+    # Pure events alone keep the zCDP filter's tighter total.
+    pure_only = PrivacyAccountant(2.0, 1e-5, "zcdp")
+    pure_only.spend_events([BoundedRangeEvent(0.05, count=25)])
+    assert pure_only.spent[0] < 25 * 0.05
 
 
 def test_shared_accountant_refuses_pickle():
@@ -510,14 +556,14 @@ def test_shared_accountant_refuses_pickle():
 @pytest.mark.parametrize("composition", COMPOSITIONS)
 def test_model_owned_accountant_pickles_and_keeps_spends(composition):
     own = PrivacyAccountant._for_model(1.0, DELTA, composition)
-    own.spend(0.02, kind="exponential", count=30, label="m")
-    own.spend(0.1, 1e-8, kind="sparse_vector")
+    own.spend_events([BoundedRangeEvent(0.02, count=30, label="m")])
+    own.spend(0.1, 1e-8)
     before = own.spent
     loaded = pickle.loads(pickle.dumps(own))
     assert loaded._owned_by_model and loaded.composition == composition
     assert loaded.events == own.events
     assert loaded.spent == pytest.approx(before)
-    loaded.spend(0.01, kind="laplace")
+    loaded.spend(0.01)
     assert len(own.events) == 2  # independent copies
     twin = copy.deepcopy(own)
     assert twin is not own and twin.events == own.events
@@ -528,9 +574,13 @@ def test_model_owned_accountant_pickles_and_keeps_spends(composition):
 # -- threads -------------------------------------------------------------------
 @pytest.mark.parametrize("composition", ["basic", "zcdp", "rdp"])
 def test_concurrent_spends_never_exceed_budget(composition):
-    # 16 threads hammer one accountant; repeated 20 times.
+    # 16 threads hammer one accountant; repeated 20 times. (RDP only for a
+    # model's own accountant: it is not a filter for a shared one.)
     for _ in range(20):
-        acc = PrivacyAccountant(1.0, DELTA, composition)
+        if composition == "rdp":
+            acc = PrivacyAccountant._for_model(1.0, DELTA, composition)
+        else:
+            acc = PrivacyAccountant(1.0, DELTA, composition)
         start = threading.Barrier(16)
         accepted = []
 
@@ -538,7 +588,7 @@ def test_concurrent_spends_never_exceed_budget(composition):
             start.wait()
             for _ in range(10):
                 try:
-                    acc.spend(0.05, kind="exponential")
+                    acc.spend_events([BoundedRangeEvent(0.05)])
                     accepted.append(1)
                 except BudgetExhaustedError:
                     pass
@@ -555,12 +605,12 @@ def test_concurrent_spends_never_exceed_budget(composition):
 
 # -- report ---------------------------------------------------------------------
 def test_report_lists_events_and_both_totals():
-    acc = PrivacyAccountant(1.0, DELTA, "rdp")
-    acc.spend(0.05, kind="exponential", count=30, label="PrivatePredictionClf")
-    acc.spend(0.1, 1e-7, kind="sparse_vector", label="SubsampleAggregate")
+    acc = PrivacyAccountant._for_model(1.0, DELTA, "rdp")
+    acc.spend_events([BoundedRangeEvent(0.05, count=30, label="PrivatePredictionClf")])
+    acc.spend(0.1, 1e-7, label="SubsampleAggregate")
     text = acc.report()
     assert "PrivatePredictionClf" in text and "SubsampleAggregate" in text
-    assert "exponential" in text and "sparse_vector" in text
+    assert "bounded_range" in text and "approximate" in text
     assert "1e-07" in text and "0.05" in text
     assert "spent under rdp (min with basic)" in text
     assert "spent under basic: epsilon=1.6" in text
@@ -636,12 +686,8 @@ def test_pitfall_neighbouring_relations():
 
 
 def test_our_dp_accounting_objects_pass_the_relation_explicitly():
-    from dpsklearn import accounting
-
-    assert accounting._new_rdp_accountant().neighboring_relation is NR.REPLACE_ONE
-    assert accounting._new_pld_accountant().neighboring_relation is (
-        NR.ADD_OR_REMOVE_ONE
-    )
+    assert _new_dp_accountant("rdp").neighboring_relation is NR.REPLACE_ONE
+    assert _new_dp_accountant("pld").neighboring_relation is NR.ADD_OR_REMOVE_ONE
 
 
 def test_pitfall_pld_is_infinite_at_delta_zero():
@@ -654,7 +700,7 @@ def test_pitfall_pld_is_infinite_at_delta_zero():
 
 
 def test_discrete_laplace_at_unit_sensitivity_is_randomized_response():
-    # Why kind="laplace" is accounted as randomized response (RDP) and as
+    # Why a PureEvent is accounted as randomized response (RDP) and as
     # DiscreteLaplaceDpEvent(eps, 1) (PLD): the same worst-case eps-DP pair.
     eps = 0.3
     a = dpa.pld.PLDAccountant(neighboring_relation=NR.ADD_OR_REMOVE_ONE)

@@ -411,7 +411,7 @@ SVT_HISTOGRAMS = (
 
 
 def _our_dist(counts):
-    votes = pytest.importorskip("dpsklearn.votes")
+    votes = pytest.importorskip("dpsklearn.mechanisms")
     return votes.distance_to_instability(counts)
 
 
@@ -565,7 +565,7 @@ def _engine_runs(scores, n_runs, rng, *, query_scale=None, release=False):
     first-fail index per run (``len(scores)``: no halt); with ``release`` also
     the noisy scores of the queries that passed (the bad variant).
     """
-    sv = pytest.importorskip("dpsklearn.sparse_vector")
+    sv = pytest.importorskip("dpsklearn.mechanisms")
     scores = np.asarray(scores, dtype=np.int64)
     query_scale = 2 * SVT_LAM if query_scale is None else query_scale
     thr_noise = discrete_laplace(SVT_LAM, size=(n_runs, 1), rng=rng)

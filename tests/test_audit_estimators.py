@@ -69,17 +69,21 @@ from dpsklearn import (
     SubsampleAggregateClassifier,
 )
 from dpsklearn.audit import AuditResult, audit, exact_epsilon
-from dpsklearn.calibration import calibrate_sparse_vector
+from dpsklearn.ensemble import partition_indices
+from dpsklearn.mechanisms import (
+    SparseVectorEngine,
+    calibrate_sparse_vector,
+    distance_from_gap,
+    majority_and_gap,
+    soft_label_histograms,
+    vote_counts,
+)
 from dpsklearn.noise import (
     DiscreteLaplaceStream,
     discrete_laplace,
     exponential_mechanism,
     make_noise_generators,
 )
-from dpsklearn.sharding import partition_indices
-from dpsklearn.soft_label import soft_label_histograms
-from dpsklearn.sparse_vector import SparseVectorEngine
-from dpsklearn.votes import distance_from_gap, majority_and_gap, vote_counts
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
@@ -991,7 +995,7 @@ def test_private_prediction_classifier_audit():
     )
     _assert_private(res, claimed)
     for model in models:
-        assert model.budget_status()["query_units_remaining"] == 0
+        assert model.budget_status().query_units_remaining == 0
 
 
 # ---------------------------------------------------------------------------
@@ -1056,7 +1060,9 @@ def _label_one(labels):
 
 def _gnmax_exact(votes, sigma):
     """Exact loss of the label output at GNMAX_DELTA (two classes)."""
-    from dpsklearn.gnmax import _argmax_win_probability
+    from dpsklearn.planning._outcomes import (
+        argmax_win_probability as _argmax_win_probability,
+    )
 
     p = [
         float(_argmax_win_probability(np.array([v]), np.array([1]), sigma)[0])
@@ -1089,7 +1095,7 @@ def _gnmax_audit(n_zeros, sigma, seed, broken=False):
 
     res = audit(mech, _label_one, n_runs=RUNS_GNMAX, delta=GNMAX_DELTA, rng=seed)
     for model in models:
-        assert model.budget_status()["query_units_remaining"] == 0
+        assert model.budget_status().query_units_remaining == 0
     return res, votes, _gnmax_exact(votes, models[0].sigma_)
 
 

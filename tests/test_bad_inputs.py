@@ -48,8 +48,6 @@ pytestmark = [
 ]
 
 
-
-
 # -- data ---------------------------------------------------------------------
 
 _RNG = np.random.default_rng(0)
@@ -601,7 +599,7 @@ CASES = {
 def accountant():
     """A shared budget that an earlier release has already drawn on."""
     acc = PrivacyAccountant(epsilon=1e4, delta=0.5)
-    acc.spend(3.0, 1e-4, kind="earlier release")
+    acc.spend(3.0, 1e-4)
     return acc
 
 

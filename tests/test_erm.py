@@ -27,16 +27,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.tree import DecisionTreeClassifier
 
-from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
-from dpsklearn.erm import (
+from dpsklearn import (
+    BudgetExhaustedError,
     DecisionStumps,
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
-    Stump,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
     Thresholds,
-    _ClippedSquaredLoss,
-    _ZeroOneLoss,
 )
+from dpsklearn.erm import Stump
+from dpsklearn.erm._hypotheses import _ClippedSquaredLoss, _ZeroOneLoss
 
 pytestmark = pytest.mark.filterwarnings("ignore:noise_random_state is set")
 
@@ -249,7 +250,7 @@ def test_fit_reserves_epsilon_as_one_event_and_predictions_are_free():
         DecisionStumps(feature_bounds=(0, 1)), epsilon=0.7, classes=[0, 1]
     ).fit(X, y)
     events = clf.accountant_.events
-    assert len(events) == 1 and events[0].kind == "exponential"
+    assert len(events) == 1 and events[0].kind == "bounded_range"
     assert clf.accountant_.spent == (0.7, 0.0)
     first = clf.predict(X)
     for _ in range(50):
@@ -274,7 +275,9 @@ def test_fitted_model_keeps_only_the_chosen_hypothesis():
         "loss_",
         "n_features_in_",
         "n_hypotheses_",
+        "privacy_mechanism_",
         "utility_sensitivity_",
+        "_serving_state_",
     }
     # Nothing of the size of the class (the error counts) survives, anywhere.
     blob = pickle.dumps(clf)
@@ -486,20 +489,20 @@ def test_regressor_with_stumps_and_leaf_grid():
     assert reg.score(X, y) == 1.0
 
 
-def test_a_refused_fit_leaves_the_model_unfitted():
-    from sklearn.exceptions import NotFittedError
-
+def test_a_refused_refit_keeps_the_chosen_hypothesis():
     X, y = _data()
     shared = PrivacyAccountant(epsilon=1.0)
     clf = ExponentialMechanismERM(
         DecisionStumps(feature_bounds=(0, 1)), epsilon=0.6, classes=[0, 1]
     )
     clf.set_params(accountant=shared).fit(X, y)
-    clf.predict(X)
+    hypothesis, before = clf.hypothesis_, clf.predict(X)
     with pytest.raises(BudgetExhaustedError):
         clf.fit(X, y)  # the second 0.6 does not fit in 1.0
-    with pytest.raises(NotFittedError):
-        clf.predict(X)  # no stale hypothesis from the first fit
+    # The hypothesis already paid for stays; nothing more was spent.
+    assert clf.hypothesis_ is hypothesis
+    np.testing.assert_array_equal(clf.predict(X), before)
+    assert shared.spent == (0.6, 0.0)
 
 
 def test_erm_scale_benchmark_runs_and_writes_its_tables(tmp_path):

@@ -17,9 +17,13 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.fused import fused_ensemble, why_not_fusable
-from dpsklearn.sharding import ConstantTeacher, teacher_outputs
-from dpsklearn.votes import vote_counts
+from dpsklearn.ensemble import (
+    ConstantTeacher,
+    fused_ensemble,
+    teacher_outputs,
+    why_not_fusable,
+)
+from dpsklearn.mechanisms import vote_counts
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::dpsklearn.PrivacyLeakWarning",
@@ -94,8 +98,16 @@ def test_binary_ties_at_zero_follow_sklearn():
     pipe[0].mean_ = np.array([0.1, 0.1])
     pipe[0].scale_ = np.array([0.3, 0.3])
     teachers.append(pipe)
-    queries = np.array([[0.5, 0.5], [0.1, 0.1], [0.7, 0.7000000001], [1e-17, 0.0],
-                        [3.0, 3.0], [0.1 + 0.2, 0.3]])
+    queries = np.array(
+        [
+            [0.5, 0.5],
+            [0.1, 0.1],
+            [0.7, 0.7000000001],
+            [1e-17, 0.0],
+            [3.0, 3.0],
+            [0.1 + 0.2, 0.3],
+        ]
+    )
     for t in teachers:
         assert (t.decision_function(queries[:2]) == 0).all()
     fused = fused_ensemble(teachers, 3)
@@ -113,8 +125,15 @@ def test_multiclass_ties_follow_sklearn_argmax():
     partial.coef_ = teacher.coef_[::-1].copy()
     partial.intercept_ = np.zeros(3)
     teachers = [teacher, partial]
-    queries = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0],
-                        [0.0, 0.0, 1.0], [0.3, 0.1 + 0.2, 0.3]])
+    queries = np.array(
+        [
+            [1.0, 1.0, 1.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+            [0.3, 0.1 + 0.2, 0.3],
+        ]
+    )
     fused = fused_ensemble(teachers, 5)
     np.testing.assert_array_equal(
         fused.vote_counts(queries, teachers), per_teacher_counts(teachers, queries, 5)

@@ -19,18 +19,22 @@ from scipy.special import ndtr
 from sklearn.base import clone
 from sklearn.kernel_ridge import KernelRidge
 
-from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
-from dpsklearn.calibration import per_query_epsilon
-from dpsklearn.kernel_ridge import (
-    KERNELS,
+from dpsklearn import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
     PrivateKernelRidge,
+    kernel_ridge_schedule,
+)
+from dpsklearn.accounting import per_release_epsilon
+from dpsklearn.kernel_ridge._kernels import (
+    KERNELS,
     _clip_rows,
     _fit_dual_coef,
     _fit_weights,
     _fourier_features,
     _fourier_frequencies,
     _kernel_matrix,
-    kernel_ridge_schedule,
 )
 from dpsklearn.noise import (
     analytic_gaussian_delta,
@@ -249,7 +253,7 @@ def test_prediction_sensitivity_and_per_query_epsilon_are_as_stated():
     ).fit(X, y)
     R = 2.0 / math.sqrt(0.5)
     assert model.sensitivity_ == pytest.approx(min(2 * (R + 2.0) / (0.5 * 150), 4.0))
-    eps_q, name = per_query_epsilon(3.0, 1e-6, 77, release="laplace")
+    eps_q, name = per_release_epsilon(3.0, 1e-6, 77, release="laplace")
     assert model.per_query_epsilon_ == eps_q and model.calibration_ == name
     g = _power_of_two_step(model.sensitivity_)
     assert model.grid_step_ == g
@@ -304,7 +308,7 @@ def test_budget_counts_rows_and_exhaustion_keeps_paid_answers():
     model = PrivateKernelRidge(y_bound=1.0, max_queries=5, accountant=acc).fit(X, y)
     events_after_fit = acc.events
     assert model.predict(X[:3]).shape == (3,)
-    assert model.budget_status()["remaining_queries"] == 2
+    assert model.budget_status().query_units_remaining == 2
     with pytest.raises(BudgetExhaustedError) as info:
         model.predict(X[3:7])
     err = info.value
@@ -349,7 +353,7 @@ def test_set_params_after_fit_does_not_change_the_running_model():
     model.set_params(y_bound=100.0, max_queries=10**6, kernel="linear")
     assert np.all(np.abs(model.predict(X[:20])) <= 1.0)
     assert model.noise_scale_ == scale
-    assert model.budget_status()["max_queries"] == 50
+    assert model.budget_status().max_queries == 50
 
 
 def test_sparse_input_gives_the_same_answers_as_dense():
@@ -397,7 +401,7 @@ def test_released_model_predictions_are_free_deterministic_and_unlimited():
         np.testing.assert_array_equal(model.predict(queries), first)
     assert model.score(X, y) == model.score(X, y)
     assert acc.events == events
-    assert model.budget_status()["remaining_queries"] is None
+    assert model.budget_status().query_units_remaining is None
     assert np.all(np.abs(first) <= 1.0)
 
 
@@ -407,8 +411,10 @@ def test_released_model_keeps_no_private_state():
     model = PrivateKernelRidge(y_bound=1.0, max_queries=10).fit(X, y)
     assert hasattr(model, "X_fit_")
     model.set_params(release="model", n_components=25).fit(X, y)  # refit
-    for name in ("X_fit_", "dual_coef_", "_serving_state_", "per_query_epsilon_"):
+    for name in ("X_fit_", "dual_coef_", "per_query_epsilon_"):
         assert not hasattr(model, name), name
+    # Its serving state only records the release: no engine answers queries.
+    assert model._serving_state_.engine is None
     arrays = [v for v in vars(model).values() if isinstance(v, np.ndarray)]
     assert all(a.shape[0] != n for a in arrays)
     blob = pickle.dumps(model)
@@ -587,7 +593,7 @@ def test_query_with_wrong_feature_count_is_refused_without_charge():
     model = PrivateKernelRidge(y_bound=1.0, max_queries=5).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:2, :2])
-    assert model.budget_status()["n_answered"] == 0
+    assert model.budget_status().n_served == 0
 
 
 def test_unset_y_bound_is_inferred_with_a_privacy_leak_warning():
@@ -643,8 +649,8 @@ def test_schedule_matches_hand_computation_saturated_source_condition():
     assert s.alpha_exponent == pytest.approx(1 / 3)
     assert s.error_exponent == pytest.approx(1 / 3)
     # the paper: alpha = n^(-2/min(4, 5)) = n^(-1/2); epsilon = n^(-1/3)
-    assert s.seed_alpha_exponent == 0.5
-    assert s.seed_epsilon_exponent == pytest.approx(1 / 3)
+    assert s.paper_alpha_exponent == 0.5
+    assert s.paper_epsilon_exponent == pytest.approx(1 / 3)
 
 
 def test_schedule_matches_hand_computation_rough_regression_function():
@@ -657,8 +663,8 @@ def test_schedule_matches_hand_computation_rough_regression_function():
     assert s.alpha_exponent == pytest.approx(4 / 9)
     assert s.epsilon_exponent == pytest.approx(2 / 9)
     # the paper: alpha exponent 2/min(4, 3.5) = 4/7; epsilon min(1/3, 2/9) = 2/9
-    assert s.seed_alpha_exponent == pytest.approx(4 / 7)
-    assert s.seed_epsilon_exponent == pytest.approx(s.epsilon_exponent)
+    assert s.paper_alpha_exponent == pytest.approx(4 / 7)
+    assert s.paper_epsilon_exponent == pytest.approx(s.epsilon_exponent)
 
 
 @pytest.mark.parametrize("r", [0.1, 0.3, 0.5, 2.0])

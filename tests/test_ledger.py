@@ -1,4 +1,4 @@
-"""Tests for dpsklearn.ledger: one durable budget across processes.
+"""Tests for dpsklearn.PrivacyLedger: one durable budget across processes.
 
 See docs/design.rst, "Serving state, copies and the ledger".
 
@@ -31,9 +31,18 @@ from _helpers import STUMP, two_blobs
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
-from dpsklearn.accounting import PrivacyAccountant, PrivacyEvent, max_events
-from dpsklearn.ledger import LedgerError, PrivacyLedger
+from dpsklearn import (
+    BudgetExhaustedError,
+    LedgerError,
+    PrivacyLedger,
+    SubsampleAggregateClassifier,
+)
+from dpsklearn.accounting import (
+    BoundedRangeEvent,
+    PrivacyAccountant,
+    PrivacyEvent,
+    max_events,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -90,7 +99,7 @@ def test_create_open_and_budget_mismatch(tmp_path):
         PrivacyLedger(path)
     assert not path.exists()
     ledger = PrivacyLedger(path, epsilon=1.0, delta=DELTA)
-    ledger.spend(0.25, kind="laplace", label="a")
+    ledger.spend(0.25, label="a")
     other = PrivacyLedger(str(path))  # reads the stored budget
     assert (other.epsilon, other.delta, other.composition) == (1.0, DELTA, "basic")
     assert other.remaining == pytest.approx((0.75, DELTA))
@@ -213,7 +222,7 @@ def test_interface_matches_the_accountant(tmp_path):
     ledger = PrivacyLedger(tmp_path / "l.sqlite", 2.0, DELTA)
     acc = PrivacyAccountant(2.0, DELTA)
     for target in (ledger, acc):
-        target.spend(0.5, kind="laplace", label="a")
+        target.spend(0.5, label="a")
         target.spend_events(
             [
                 PrivacyEvent.exponential(0.1, count=3),
@@ -233,7 +242,7 @@ def test_interface_matches_the_accountant(tmp_path):
     for method in ("spend", "spend_events", "can_spend", "can_spend_events", "report"):
         assert callable(getattr(ledger, method))
     text = ledger.report()
-    assert "exponential" in text and "sparse_vector" in text and "2 spends" in text
+    assert "bounded_range" in text and "approximate" in text and "2 spends" in text
     assert "spent under basic: epsilon=1," in text
 
 
@@ -242,7 +251,7 @@ def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(tmp_path):
     accepted = 0
     while True:
         try:
-            ledger.spend(0.05, kind="exponential")
+            ledger.spend_events([BoundedRangeEvent(0.05)])
         except BudgetExhaustedError:
             break
         accepted += 1
@@ -252,7 +261,7 @@ def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(tmp_path):
     assert ledger.spent[0] <= 1.0 and ledger.spent_basic[0] == pytest.approx(2.75)
 
     mixed = PrivacyLedger(tmp_path / "m.sqlite", 3.0, DELTA, "zcdp")
-    mixed.spend(0.05, kind="exponential", count=50)  # basic 2.5, zCDP ~0.7
+    mixed.spend_events([BoundedRangeEvent(0.05, count=50)])  # basic 2.5, zCDP ~0.7
     assert mixed.spent[0] < 1.0
     # An approximate event moves the ledger to basic composition, which no
     # longer has room for it: refused, nothing recorded.
@@ -364,7 +373,7 @@ def test_sixteen_threads_never_exceed_the_budget(tmp_path, composition):
             start.wait()
             for _ in range(expected // 8 + 2):
                 try:
-                    mine.spend(0.05, kind="exponential")
+                    mine.spend_events([BoundedRangeEvent(0.05)])
                     accepted.append(1)
                 except BudgetExhaustedError:
                     pass
@@ -387,7 +396,7 @@ def _process_worker(paths, barrier, results):
         n = 0
         for _ in range(10):
             try:
-                ledger.spend(0.05, kind="exponential", label=str(os.getpid()))
+                ledger.spend_events([BoundedRangeEvent(0.05, label=str(os.getpid()))])
                 n += 1
             except BudgetExhaustedError:
                 pass
@@ -442,7 +451,7 @@ def test_copies_continue_the_stored_state_and_never_get_budget_back(tmp_path):
     _, abstained = model.predict(X[0], return_abstained=True)
     assert abstained[:2].all()
     status = model.budget_status()
-    assert status["n_answered"] == 10 and status["abstention_count"] >= 2
+    assert status.n_served == 10 and status.n_failed_tests >= 2
     # A deepcopy and a reloaded (stale) pickle start from the stored state.
     assert twin.budget_status() == status
     reloaded = pickle.loads(stale)
@@ -451,14 +460,16 @@ def test_copies_continue_the_stored_state_and_never_get_budget_back(tmp_path):
     reloaded.predict(X[2])
     model.predict(X[3])
     final = model.budget_status()
-    assert final["n_answered"] == 40
-    assert final["abstention_count"] >= 8
+    assert final.n_served == 40
+    assert final.n_failed_tests >= 8
     state, secret = _stored(path, model_id)
     assert state["n_served"] == 40
-    assert state["engine"]["abstention_count"] == final["abstention_count"]
+    assert state["engine"]["abstention_count"] == final.n_failed_tests
     assert state["engine"]["n_queries"] == 40
     # The noisy threshold is stored apart and is the one the engine holds.
-    assert secret["noisy_threshold"] == model._serving_state_.engine._noisy_threshold
+    assert (
+        secret["noisy_threshold"] == model._serving_state_.engine.test._noisy_threshold
+    )
     assert "noisy_threshold" not in state["engine"]
     # One fit: one spend, whatever the copies did.
     assert ledger.n_spends == 1
@@ -469,7 +480,7 @@ def test_reports_and_errors_never_show_the_secret(tmp_path):
     ledger = PrivacyLedger(path, 500.0, 1e-4)
     model = _model(ledger, verbose=1).fit(X_TRAIN, Y_TRAIN)
     model.predict(_queries(1)[0])
-    engine = model._serving_state_.engine
+    engine = model._serving_state_.engine.test
     secret = repr(engine._noisy_threshold)
     model_id = model._serving_state_.ledger_binding[1]
     texts = [
@@ -497,17 +508,17 @@ def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(tmp_path
     model_id = model._serving_state_.ledger_binding[1]
     far = _queries(3)[:, 2:]  # no boundary rows
     model.predict(far[0])
-    base = model.budget_status()["abstention_count"]
+    base = model.budget_status().n_failed_tests
     model.predict(far[1])  # the same object keeps its threshold in memory
     assert _stored(path, model_id)[1] is None
-    again = model.budget_status()["abstention_count"]
+    again = model.budget_status().n_failed_tests
     # A copy that did not write the stored version must redraw: +1 abstention.
     copy_ = pickle.loads(pickle.dumps(model))
     model.predict(far[2])  # the original moves the record on
-    after = model.budget_status()["abstention_count"]
+    after = model.budget_status().n_failed_tests
     status = copy_.budget_status()
-    assert status["abstention_count"] == after + 1
-    assert status["n_answered"] == 3 * 8
+    assert status.n_failed_tests == after + 1
+    assert status.n_served == 3 * 8
     assert again >= base
 
 
@@ -523,8 +534,8 @@ def test_halted_model_stays_halted_in_every_copy(tmp_path):
     with pytest.raises(BudgetExhaustedError) as err:
         copy_.predict(X[0])
     assert err.value.n_answered == 0
-    assert copy_.budget_status()["halted"]
-    assert copy_.budget_status()["abstention_count"] == 3
+    assert copy_.budget_status().halted
+    assert copy_.budget_status().n_failed_tests == 3
 
 
 _CHILD = textwrap.dedent(
@@ -534,7 +545,7 @@ _CHILD = textwrap.dedent(
     import numpy as np
     sys.path.insert(0, {tests!r})
     from test_ledger import X_TRAIN, Y_TRAIN, _model, _queries
-    from dpsklearn.ledger import PrivacyLedger
+    from dpsklearn import PrivacyLedger
 
     ledger = PrivacyLedger({path!r})
     model = _model(ledger).fit(X_TRAIN, Y_TRAIN)
@@ -607,16 +618,16 @@ def test_sigkill_mid_stream_loses_no_spend(tmp_path):
     stale_engine = model._serving_state_.engine.get_state()
     assert stale_engine["n_queries"] == 0
     status = model.budget_status()
-    assert status["n_answered"] == record["n_served"]
-    assert status["abstention_count"] == record["abstention_count"]
+    assert status.n_served == record["n_served"]
+    assert status.n_failed_tests == record["abstention_count"]
     state, secret = _stored(path, record["model_id"])
-    engine = model._serving_state_.engine
+    engine = model._serving_state_.engine.test
     assert engine._noisy_threshold == secret["noisy_threshold"]
     assert engine.n_threshold_draws == state["engine"]["n_threshold_draws"]
     _, new_abstained = model.predict(_queries(1, seed=7)[0], return_abstained=True)
     after = model.budget_status()
-    assert after["n_answered"] == record["n_served"] + 10
-    assert after["abstention_count"] >= record["abstention_count"] + new_abstained.sum()
+    assert after.n_served == record["n_served"] + 10
+    assert after.n_failed_tests >= record["abstention_count"] + new_abstained.sum()
     assert ledger.model_records()[0]["n_served"] == record["n_served"] + 10
     assert not math.isnan(engine._noisy_threshold)
     assert np.isfinite(ledger.spent[0]) and ledger.n_spends == 1

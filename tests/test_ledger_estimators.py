@@ -18,12 +18,12 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from dpsklearn import (
     BudgetExhaustedError,
+    PrivacyLedger,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
     SubsampleAggregateClassifier,
 )
-from dpsklearn.ledger import PrivacyLedger
 
 X, Y = make_classification(n_samples=400, n_features=5, random_state=0)
 QUERIES = np.random.RandomState(1).normal(size=(12, 5))
@@ -98,11 +98,11 @@ def test_gnmax_proba_and_labels_draw_on_one_durable_counter(tmp_path):
     stale = pickle.loads(pickle.dumps(model))
     model.predict(QUERIES[:4])
     model.predict_proba(QUERIES[:8])  # rows 0-3 free: 4 units
-    assert model.budget_status()["query_units_spent"] == 8
+    assert model.budget_status().query_units_spent == 8
     with pytest.raises(BudgetExhaustedError) as excinfo:
         stale.predict_proba(QUERIES[-8:] + 100.0)
     assert excinfo.value.n_answered == 4
-    assert model.budget_status()["query_units_remaining"] == 0
+    assert model.budget_status().query_units_remaining == 0
 
 
 def test_statistical_queries_never_reuse_a_chunk(tmp_path):

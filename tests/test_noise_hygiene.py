@@ -54,8 +54,6 @@ pytestmark = [
 ]
 
 
-
-
 _RNG = np.random.default_rng(0)
 N = 200
 X = _RNG.normal(size=(N, 3))

@@ -301,9 +301,7 @@ CASES = {
     "pp_exponential_zcdp": lambda: _pp_classifier(
         epsilon=4.0, max_queries=400, calibration="zcdp"
     ),
-    "pp_gnmax": lambda: _pp_classifier(
-        epsilon=4.0, max_queries=400, mechanism="gnmax"
-    ),
+    "pp_gnmax": lambda: _pp_classifier(epsilon=4.0, max_queries=400, mechanism="gnmax"),
     "pp_regressor_auto": lambda: _pp_regressor(epsilon=2.0, max_queries=200),
     "pp_regressor_basic": lambda: _pp_regressor(
         epsilon=2.0, max_queries=200, calibration="basic"

@@ -9,18 +9,16 @@ reference.
 """
 
 import math
-import sys
-import types
 
 import numpy as np
 import pytest
 
-from dpsklearn.calibration import calibrate_sparse_vector
+from dpsklearn import kernel_ridge_schedule
+from dpsklearn.mechanisms import calibrate_sparse_vector, distance_to_instability
 from dpsklearn.planning import (
     auto_n_estimators,
     distance_at_agreement,
     erm_sample_size,
-    kernel_ridge_schedule,
     min_distance_to_pass,
     n_estimators_for_agreement,
     n_estimators_for_agreement_by_calibration,
@@ -29,7 +27,6 @@ from dpsklearn.planning import (
     statistical_query_sample_size,
     theorem_3_11_n_estimators,
 )
-from dpsklearn.votes import distance_to_instability
 
 # --------------------------------------------------------------------------
 # Bassily, Thakkar and Thakurta (2018), Theorem 3.11
@@ -65,10 +62,12 @@ def test_theorem_3_11_chernoff_condition_can_bind():
     assert theorem_3_11_n_estimators(1000.0, 0.1, 1, 0.05) == 266
 
 
-def test_theorem_3_11_seed_distance_is_about_half():
+def test_theorem_3_11_paper_distance_is_about_half():
     # The printed theorem: 136 * 24.412145 * 34.937191 = 115993.28 -> 115994.
     assert (
-        theorem_3_11_n_estimators(1.0, 1e-5, 100, 0.05, n_queries=1000, distance="seed")
+        theorem_3_11_n_estimators(
+            1.0, 1e-5, 100, 0.05, n_queries=1000, distance="paper"
+        )
         == 115994
     )
 
@@ -233,10 +232,10 @@ def test_erm_sample_size_realizable(size, epsilon, alpha, beta, expected):
         # sampling 2 ln(800) / 0.01 = 1336.92; ours 2 ln(400) / 0.01 = 1198.29
         (10, 0.1, 0.1, 0.05, "ours", 13370),
         # seed: 10 * 1198.29 = 11982.9 -> 11983 per chunk
-        (10, 0.1, 0.1, 0.05, "seed", 119830),
+        (10, 0.1, 0.1, 0.05, "notes", 119830),
         # M = 1: 2 ln 40 / 0.25 = 29.51 -> 30; 2 ln 20 / 0.5 = 11.98
         (1, 0.5, 1.0, 0.1, "ours", 30),
-        (1, 0.5, 1.0, 0.1, "seed", 30),
+        (1, 0.5, 1.0, 0.1, "notes", 30),
     ],
 )
 def test_statistical_query_sample_size(m, tau, epsilon, beta, noise, expected):
@@ -248,17 +247,13 @@ def test_statistical_query_sample_size(m, tau, epsilon, beta, noise, expected):
 # --------------------------------------------------------------------------
 
 
-def test_kernel_ridge_schedule_is_delegated(monkeypatch):
-    fake = types.ModuleType("dpsklearn.kernel_ridge")
-    fake.kernel_ridge_schedule = lambda n, **kw: ("schedule", n, kw)
-    monkeypatch.setitem(sys.modules, "dpsklearn.kernel_ridge", fake)
-    assert kernel_ridge_schedule(100, r=0.5) == ("schedule", 100, {"r": 0.5})
+def test_kernel_ridge_schedule_is_one_function_in_three_places():
+    import dpsklearn
+    import dpsklearn.kernel_ridge
 
-
-def test_kernel_ridge_schedule_without_the_module(monkeypatch):
-    monkeypatch.setitem(sys.modules, "dpsklearn.kernel_ridge", None)
-    with pytest.raises(ImportError, match="dpsklearn.kernel_ridge"):
-        kernel_ridge_schedule(100)
+    assert dpsklearn.kernel_ridge.kernel_ridge_schedule is kernel_ridge_schedule
+    assert dpsklearn.kernel_ridge_schedule is kernel_ridge_schedule
+    assert kernel_ridge_schedule(100, r=0.5).alpha == pytest.approx(100 ** (-1 / 3))
 
 
 @pytest.mark.parametrize(

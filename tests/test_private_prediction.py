@@ -19,27 +19,30 @@ import pytest
 from scipy import stats
 from sklearn.datasets import make_classification, make_regression
 
-from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
-from dpsklearn._serving import ReleaseCache, row_keys
-from dpsklearn.calibration import gnmax_sigma, per_query_epsilon
-from dpsklearn.gnmax import _argmax_win_probability, gnmax, gnmax_noisy_counts
+from dpsklearn import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
+    PrivatePredictionClassifier,
+    PrivatePredictionRegressor,
+)
+from dpsklearn.accounting import per_release_epsilon, rdp_epsilon_of_rho, zcdp_epsilon
+from dpsklearn.ensemble import ConstantTeacher
+from dpsklearn.mechanisms import SoftMajority, gnmax, gnmax_noisy_counts, gnmax_sigma
 from dpsklearn.noise import (
     default_grid_step,
     discrete_laplace,
     make_noise_generators,
     project_to_simplex,
 )
-from dpsklearn.private_prediction import (
-    PrivatePredictionClassifier,
-    PrivatePredictionRegressor,
+from dpsklearn.planning._outcomes import (
+    argmax_win_probability as _argmax_win_probability,
 )
-from dpsklearn.sharding import ConstantTeacher
+from dpsklearn.serving import ReleaseCache, row_keys
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
 FAILURE_PROBABILITY = 1e-6
-
-
 
 
 def _spent(accountant):
@@ -88,13 +91,15 @@ def test_epsilon_per_query_hand_computed(
         fitted[calibration] = clf.epsilon_per_query_
     assert fitted["basic"] == pytest.approx(basic, rel=1e-12)
     assert fitted["zcdp"] == pytest.approx(zcdp, rel=1e-12)
-    rdp = per_query_epsilon(epsilon, delta, m, "exponential", "rdp")[0]
+    rdp = per_release_epsilon(
+        epsilon, delta, m, release="exponential", calibration="rdp"
+    )[0]
     assert fitted["rdp"] == rdp and rdp >= fitted["zcdp"]
     # The default never gives a smaller eps_q than any of them.
     assert fitted["auto"] == max(fitted["basic"], fitted["zcdp"], fitted["rdp"])
-    assert per_query_epsilon(epsilon, delta, m, "laplace", "zcdp")[0] == (
-        pytest.approx(zcdp_laplace, rel=1e-12)
-    )
+    assert per_release_epsilon(
+        epsilon, delta, m, release="laplace", calibration="zcdp"
+    )[0] == (pytest.approx(zcdp_laplace, rel=1e-12))
     reg = PrivatePredictionRegressor(
         n_estimators=3,
         epsilon=epsilon,
@@ -102,7 +107,9 @@ def test_epsilon_per_query_hand_computed(
         max_queries=m,
         target_range=(-3, 3),
     ).fit(X, y)
-    rdp_laplace = per_query_epsilon(epsilon, delta, m, "laplace", "rdp")[0]
+    rdp_laplace = per_release_epsilon(
+        epsilon, delta, m, release="laplace", calibration="rdp"
+    )[0]
     assert reg.epsilon_per_query_ == pytest.approx(
         max(basic, zcdp_laplace, rdp_laplace), rel=1e-12
     )
@@ -168,7 +175,7 @@ def test_exponential_mechanism_frequencies_chi_square(votes):
         nu = 2 * votes[1] - sum(votes)
         p1 = math.exp(eps_q * nu / 2) / (1 + math.exp(eps_q * nu / 2))
         assert expected[1] / n_draws == pytest.approx(p1)
-    assert clf.budget_status()["query_units_remaining"] == 0
+    assert clf.budget_status().query_units_remaining == 0
     with pytest.raises(BudgetExhaustedError):
         clf.predict(np.array([[-1.0]]))
     # Asking again is free and gives the same answers.
@@ -241,12 +248,17 @@ def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
     clf.predict_proba(X[:3])  # 12 units
     clf.predict(X[:5])  # 5 units
     status = clf.budget_status()
-    assert status["query_units_spent"] == 17
+    assert status.query_units_spent == 17
     rho_per_unit = clf.epsilon_per_query_**2 / 8
-    assert status["privacy_spent"]["rho"] == pytest.approx(17 * rho_per_unit)
-    assert status["privacy_budget"]["rho"] == pytest.approx(20 * rho_per_unit)
-    # ... which is the total rho of (epsilon=1, delta=1e-5) (see EPS_Q_TABLE).
-    assert status["privacy_budget"]["rho"] == pytest.approx(2.081993833953546e-2)
+    # 17 units of rho, converted at the budget's delta (zCDP).
+    assert status.spent == (
+        pytest.approx(zcdp_epsilon(17 * rho_per_unit, 1e-5)),
+        1e-5,
+    )
+    assert status.remaining[0] == pytest.approx(1.0 - status.spent[0])
+    # The 20 units are the total rho of (epsilon=1, delta=1e-5) (EPS_Q_TABLE).
+    assert 20 * rho_per_unit == pytest.approx(2.081993833953546e-2)
+    assert zcdp_epsilon(20 * rho_per_unit, 1e-5) == pytest.approx(1.0)
     clf.predict_proba(X[:3])  # cached: free
     with pytest.raises(BudgetExhaustedError) as info:
         clf.predict_proba(X[:5])  # rows 3 and 4 need 8 units, 3 are left
@@ -275,7 +287,7 @@ def test_budget_exhaustion_returns_the_paid_prefix(binary_data):
     np.testing.assert_array_equal(err.partial_predictions[:2], first[:2])
     assert err.partial_predictions[7] == first[0]
     assert "max_queries=10" in str(err)
-    assert clf.budget_status()["query_units_spent"] == 10
+    assert clf.budget_status().query_units_spent == 10
 
 
 def test_repeated_rows_are_answered_consistently_and_free(binary_data):
@@ -288,7 +300,7 @@ def test_repeated_rows_are_answered_consistently_and_free(binary_data):
     np.testing.assert_array_equal(clf.predict(X[order]), labels[order])
     repeated = np.vstack([X[:3]] * 4)
     np.testing.assert_array_equal(clf.predict(repeated), np.tile(labels[:3], 4))
-    assert clf.budget_status()["query_units_spent"] == 50
+    assert clf.budget_status().query_units_spent == 50
 
 
 def test_release_cache_prefix_and_halt():
@@ -552,16 +564,20 @@ def test_copies_do_not_replay_the_noise(binary_data):
 @pytest.mark.parametrize(
     "Estimator", [PrivatePredictionClassifier, PrivatePredictionRegressor]
 )
-def test_failed_refit_leaves_it_unfitted(binary_data, Estimator):
-    from sklearn.exceptions import NotFittedError
-
+def test_refused_refit_keeps_the_live_model(binary_data, Estimator):
     X, y = binary_data
     model = Estimator(n_estimators=5, max_queries=10).fit(X, y)
+    model.predict(X[:3])
+    accountant, teachers = model.accountant_, model.estimators_
     shared = PrivacyAccountant(epsilon=0.5, delta=1e-5)
     with pytest.raises(BudgetExhaustedError):
         model.set_params(accountant=shared).fit(X, y)
-    with pytest.raises(NotFittedError):
-        model.predict(X)
+    # The model already paid for keeps serving, with its remaining budget.
+    assert model.accountant_ is accountant and model.estimators_ is teachers
+    assert model.budget_status().query_units_spent == 3
+    assert model.predict(X[3:10]).shape == (7,)
+    assert model.budget_status().query_units_remaining == 0
+    assert shared.events == []
 
 
 def test_predict_proba_with_shards_missing_a_class():
@@ -624,8 +640,10 @@ def test_gnmax_sigma_is_the_calibrated_one(
     # "auto" k: every teacher the data supports (sigma does not depend on k).
     assert clf.n_estimators_ == 600 // 20
     status = clf.budget_status()
-    assert status["privacy_budget"] == {"rho": pytest.approx(max_queries / sigma**2)}
-    assert status["privacy_spent"] == {"rho": 0.0}
+    assert status.spent == (0.0, 0.0) and status.remaining == (epsilon, 1e-5)
+    # All max_queries vectors together convert to the whole budget.
+    full = clf.privacy_mechanism_.spent(max_queries, None)
+    assert full[0] == pytest.approx(epsilon, rel=1e-4) and full[0] <= epsilon
 
 
 def test_gnmax_refit_with_the_other_mechanism_leaves_no_stale_figures(binary_data):
@@ -637,7 +655,7 @@ def test_gnmax_refit_with_the_other_mechanism_leaves_no_stale_figures(binary_dat
     clf.set_params(mechanism="exponential").fit(X, y)
     assert clf.sigma_ is None and clf.epsilon_per_query_ > 0
     assert clf.proba_grid_step_ > 0
-    assert "rho" in clf.budget_status()["privacy_budget"]
+    assert isinstance(clf.privacy_mechanism_, SoftMajority)
     clf.set_params(mechanism="gnmax").fit(X, y)
     assert clf.epsilon_per_query_ is None and clf.proba_grid_step_ is None
 
@@ -674,7 +692,7 @@ def test_gnmax_refuses_basic_and_pure_delta_before_any_spend(
 ):
     X, y = binary_data
     shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
-    shared.spend(1.0, 1e-4, kind="earlier release")
+    shared.spend(1.0, 1e-4)
     before = list(shared.events)
     _Recording.fits = 0
     clf = PrivatePredictionClassifier(
@@ -708,12 +726,14 @@ def test_gnmax_predict_and_predict_proba_read_one_release():
     labels = clf.predict(X[:40])  # 40 units
     proba = clf.predict_proba(X[:60])  # rows 0-39 free: 20 units
     status = clf.budget_status()
-    assert status["query_units_spent"] == 60
-    assert status["rows_released"] == {"predict": 60, "predict_proba": 60}
-    assert status["privacy_spent"]["rho"] == pytest.approx(60 / clf.sigma_**2)
+    assert status.query_units_spent == 60
+    assert status.n_served == status.n_answered == 60  # distinct rows released
+    assert status.spent[0] == pytest.approx(
+        rdp_epsilon_of_rho(60 / clf.sigma_**2, 1e-5)
+    )
     # argmax(predict_proba) == predict, row by row (one release per row).
     all_labels = clf.predict(X[:60])  # free
-    assert clf.budget_status()["query_units_spent"] == 60
+    assert clf.budget_status().query_units_spent == 60
     np.testing.assert_array_equal(all_labels[:40], labels)
     np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], all_labels)
     assert np.all(proba >= 0)
@@ -739,7 +759,7 @@ def test_gnmax_predict_and_predict_proba_read_one_release():
 
     duplicate = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(duplicate.predict_proba(X[:40]), proba[:40])
-    assert duplicate.budget_status()["query_units_spent"] == 60
+    assert duplicate.budget_status().query_units_spent == 60
 
 
 def test_gnmax_predict_proba_needs_only_votes(binary_data):
@@ -777,7 +797,7 @@ def test_gnmax_budget_exhaustion_carries_the_paid_prefix(binary_data):
         clf.classes_[err.partial_predictions.argmax(axis=1)], clf.predict(X[4:10])
     )
     np.testing.assert_array_equal(clf.predict(X[:6]), labels)
-    assert clf.budget_status()["query_units_remaining"] == 0
+    assert clf.budget_status().query_units_remaining == 0
     with pytest.raises(BudgetExhaustedError) as info:
         clf.predict(np.vstack([X[:3], X[20:21]]))
     assert info.value.n_answered == 3
@@ -792,11 +812,11 @@ def test_gnmax_max_queries_plus_one_raises(binary_data):
     ).fit(X, y)
     for i in range(m):  # one distinct row per call, alternating the methods
         (clf.predict if i % 2 else clf.predict_proba)(X[i : i + 1])
-    assert clf.budget_status()["query_units_spent"] == m
+    assert clf.budget_status().query_units_spent == m
     for method in (clf.predict, clf.predict_proba):
         with pytest.raises(BudgetExhaustedError, match=f"max_queries={m}"):
             method(X[m : m + 1])
-    assert clf.budget_status()["query_units_spent"] == m
+    assert clf.budget_status().query_units_spent == m
 
 
 def _gnmax_model_with_votes(votes, epsilon, n_queries):
@@ -834,4 +854,4 @@ def test_gnmax_label_frequency_matches_the_exact_probability(votes):
     low = stats.binom.ppf(FAILURE_PROBABILITY / 2, n_draws, p1)
     high = stats.binom.isf(FAILURE_PROBABILITY / 2, n_draws, p1)
     assert low <= observed <= high, (observed, n_draws * p1, low, high)
-    assert clf.budget_status()["query_units_remaining"] == 0
+    assert clf.budget_status().query_units_remaining == 0

@@ -17,16 +17,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-import dpsklearn.sharding as sharding
+import dpsklearn.ensemble._sharding as sharding
 from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.sharding import (
+from dpsklearn.ensemble import (
     ConstantTeacher,
     fit_teachers,
     partition_indices,
     teacher_outputs,
     teacher_seeds,
 )
-from dpsklearn.votes import vote_counts
+from dpsklearn.mechanisms import vote_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 

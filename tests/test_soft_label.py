@@ -17,14 +17,19 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Perceptron
 from sklearn.svm import SVC
 
-from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
-from dpsklearn.calibration import calibrate_sparse_vector
-from dpsklearn.soft_label import SoftLabelPrivateRegressor, soft_label_histograms
-from dpsklearn.sparse_vector import SparseVectorEngine
+from dpsklearn import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
+    SoftLabelPrivateRegressor,
+)
+from dpsklearn.mechanisms import (
+    SparseVectorEngine,
+    calibrate_sparse_vector,
+    soft_label_histograms,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
-
-
 
 
 def _zeros(start, stop):
@@ -176,16 +181,16 @@ def _model(rows, max_unstable=100, threshold=0.5, **params):
         **params,
     ).fit(X, np.linspace(0, 8, 40))
     reg.estimators_ = [_TableTeacher(table, j) for j in range(8)]
-    state = reg._serving_state_
-    state.engine = SparseVectorEngine(threshold, 1.0, max_unstable, _zeros, _zeros)
-    state.second_query_noise = _zeros
+    engine = reg._serving_state_.engine
+    engine.test = SparseVectorEngine(threshold, 1.0, max_unstable, _zeros, _zeros)
+    engine.second_query_noise = _zeros
     return reg, np.arange(len(rows), dtype=float).reshape(-1, 1)
 
 
 def test_exact_answers_and_counter_increments():
     rows = list(SOFT)
     reg, X = _model(rows)
-    engine = reg._serving_state_.engine
+    engine = reg._serving_state_.engine.test
     values, abstained = reg.predict(X, return_abstained=True)
     expected = {
         "first_pass": 3.0,  # 8 * 0.375
@@ -215,7 +220,7 @@ def test_exact_answers_and_counter_increments():
 )
 def test_counter_increment_per_query(rows, counts):
     reg, X = _model(rows)
-    engine = reg._serving_state_.engine
+    engine = reg._serving_state_.engine.test
     seen = []
     for i in range(len(rows)):
         reg.predict(X[i : i + 1] + 0.0)
@@ -226,14 +231,14 @@ def test_counter_increment_per_query(rows, counts):
 def test_halt_at_T_after_a_shifted_pass():
     # T = 3: double fail (c = 2), shifted pass (c = 3: halt), then nothing.
     reg, X = _model(["double_fail", "shifted_pass", "first_pass"], max_unstable=3)
-    engine = reg._serving_state_.engine
+    engine = reg._serving_state_.engine.test
     with pytest.raises(BudgetExhaustedError, match="max_unstable=3") as info:
         reg.predict(X)
     assert info.value.n_answered == 2
     assert info.value.partial_predictions.tolist() == [4.0, 4.0]
     assert engine.halted and engine.abstention_count == 3
     assert engine.n_threshold_draws == 4  # T + 1: the calibration pays for it
-    assert reg.budget_status()["halted"]
+    assert reg.budget_status().halted
     # Rows already answered are still served (free); new ones are refused.
     assert reg.predict(X[:2]).tolist() == [4.0, 4.0]
     with pytest.raises(BudgetExhaustedError):
@@ -249,13 +254,13 @@ def test_on_exhausted_abstain_keeps_the_mask():
     values, abstained = reg.predict(X, return_abstained=True)
     assert values.tolist() == [4.0, 4.0, 4.0, 4.0]  # the last two: free midpoint
     assert abstained.tolist() == [True, False, True, True]
-    assert reg._serving_state_.engine.abstention_count == 3
+    assert reg._serving_state_.engine.test.abstention_count == 3
 
 
 def test_halt_when_the_last_query_adds_two():
     # T = 2: shifted pass (c = 1), double fail (c = 3 > T).
     reg, X = _model(["shifted_pass", "double_fail", "first_pass"], max_unstable=2)
-    engine = reg._serving_state_.engine
+    engine = reg._serving_state_.engine.test
     with pytest.raises(BudgetExhaustedError) as info:
         reg.predict(X)
     assert info.value.n_answered == 2
@@ -416,12 +421,11 @@ def test_copies_do_not_replay_the_noise(regression_data):
     assert not np.array_equal(reg.predict(X[:100]), duplicate.predict(X[:100]))
 
 
-def test_failed_refit_leaves_it_unfitted(regression_data):
-    from sklearn.exceptions import NotFittedError
-
+def test_refused_refit_keeps_the_live_model(regression_data):
     X, y = regression_data
     reg = SoftLabelPrivateRegressor(n_estimators=5, target_range=(-1, 1)).fit(X, y)
+    state = reg._serving_state_
     with pytest.raises(ValueError, match="gamma"):
         reg.set_params(gamma=0.3).fit(X, y)
-    with pytest.raises(NotFittedError):
-        reg.predict(X)
+    assert reg._serving_state_ is state and reg.n_bins_ == 10
+    assert reg.predict(X[:5], return_abstained=True)[0].shape == (5,)

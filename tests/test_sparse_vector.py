@@ -15,8 +15,9 @@ from _reference import ArrayNoise, ReferenceSparseVector
 from hypothesis import event, example, given, seed, settings
 from hypothesis import strategies as st
 
+from dpsklearn.mechanisms import SparseVectorEngine
+from dpsklearn.mechanisms._sparse_vector import _INITIAL_WINDOW
 from dpsklearn.noise import DiscreteLaplaceStream
-from dpsklearn.sparse_vector import _INITIAL_WINDOW, SparseVectorEngine
 
 
 def _pair(threshold, cutoff, query_values, threshold_values):

@@ -1,4 +1,4 @@
-"""Tests for dpsklearn.statistical_queries (Chan, CSCI4230 notes 21, Theorem 1).
+"""Tests for dpsklearn.PrivateStatisticalQueries (Chan, CSCI4230 notes 21, Theorem 1).
 
 See docs/design.rst, "Statistical queries on disjoint chunks".
 
@@ -17,10 +17,14 @@ import warnings
 import numpy as np
 import pytest
 
-from dpsklearn import BudgetExhaustedError, PrivacyAccountant, PrivacyLeakWarning
+from dpsklearn import (
+    BudgetExhaustedError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
+    PrivateStatisticalQueries,
+)
 from dpsklearn.datasets import load_adult
 from dpsklearn.noise import default_grid_step
-from dpsklearn.statistical_queries import PrivateStatisticalQueries
 
 pytestmark = pytest.mark.filterwarnings("ignore:noise_random_state is set")
 
@@ -205,7 +209,7 @@ def test_shared_budget_is_reserved_once_at_fit():
     sq = PrivateStatisticalQueries(4, epsilon=0.75, accountant=shared).fit(
         np.zeros((8, 1))
     )
-    assert len(shared.events) == 1 and shared.events[0].kind == "laplace"
+    assert len(shared.events) == 1 and shared.events[0].kind == "pure"
     for _ in range(4):
         sq.query_mean(lambda X, y: X[:, 0])
     assert shared.spent == (0.75, 0.0)
@@ -296,13 +300,16 @@ def test_worked_example_beats_base_rate_without_pinned_noise():
     assert np.mean(predict(X) == y) > 1 - y.mean()
 
 
-def test_a_refused_fit_leaves_the_oracle_unfitted():
-    from sklearn.exceptions import NotFittedError
-
+def test_a_refused_refit_keeps_the_live_oracle():
     shared = PrivacyAccountant(epsilon=1.0)
     sq = PrivateStatisticalQueries(2, epsilon=0.6, accountant=shared)
     sq.fit(np.zeros((4, 1)))
+    sq.query_mean(lambda X, y: X[:, 0])
     with pytest.raises(BudgetExhaustedError):
         sq.fit(np.zeros((4, 1)))
-    with pytest.raises(NotFittedError):
+    # The oracle paid for keeps its chunks and its one remaining answer.
+    assert sq.n_queries_remaining == 1
+    sq.query_mean(lambda X, y: X[:, 0])
+    with pytest.raises(BudgetExhaustedError):
         sq.query_mean(lambda X, y: X[:, 0])
+    assert shared.spent == (0.6, 0.0)

@@ -101,7 +101,7 @@ def _majority(model, X):
 
 
 def test_hopeless_configuration_is_what_it_claims():
-    from dpsklearn.calibration import stability_tail_probability
+    from dpsklearn.mechanisms import stability_tail_probability
 
     model = _hopeless().fit(X_TRAIN, Y_TRAIN)
     assert math.ceil(model.n_estimators_ / 2) - 1 <= 2
@@ -112,12 +112,12 @@ def test_max_queries_plus_one_raises():
     model = _easy(max_queries=10).fit(X_TRAIN, Y_TRAIN)
     model.predict(X_QUERY[:4])
     model.predict(X_QUERY[4:10])
-    assert model.budget_status()["n_answered"] == 10
+    assert model.budget_status().n_served == 10
     with pytest.raises(BudgetExhaustedError, match="max_queries") as info:
         model.predict(X_QUERY[10:11])
     assert info.value.n_answered == 0
     assert len(info.value.partial_predictions) == 0
-    assert model.budget_status()["n_answered"] == 10  # nothing more was served
+    assert model.budget_status().n_served == 10  # nothing more was served
 
 
 def test_model_halts_when_abstentions_reach_max_unstable():
@@ -128,15 +128,15 @@ def test_model_halts_when_abstentions_reach_max_unstable():
     assert err.n_answered == 3  # the third failure is the last query tested
     np.testing.assert_array_equal(err.partial_predictions, [-1, -1, -1])
     status = model.budget_status()
-    assert status["abstention_count"] == 3 and status["halted"]
-    assert status["n_answered"] == 3
-    engine = model._serving_state_.engine
+    assert status.n_failed_tests == 3 and status.halted
+    assert status.n_served == 3
+    engine = model._serving_state_.engine.test
     assert engine.n_threshold_draws == 3  # no (T+1)-th threshold draw
     # A halted model answers nothing more.
     with pytest.raises(BudgetExhaustedError) as info:
         model.predict(X_QUERY[:1])
     assert info.value.n_answered == 0
-    assert model.budget_status()["abstention_count"] == 3
+    assert model.budget_status().n_failed_tests == 3
     # The error carries the spends, never the secret state.
     secret = engine.get_state()["noisy_threshold"]
     assert f"{secret:g}" not in str(err) and "noisy" not in str(err)
@@ -154,7 +154,7 @@ def test_partial_batch_raises_with_the_paid_answers():
     same = _easy(**params).fit(X_TRAIN, Y_TRAIN).predict(X_QUERY[:5])
     np.testing.assert_array_equal(err.partial_predictions, same)
     np.testing.assert_array_equal(err.partial_predictions, Y_QUERY[:5])
-    assert model.budget_status()["n_answered"] == 5
+    assert model.budget_status().n_served == 5
 
 
 def test_fit_resets_the_budget():
@@ -165,7 +165,7 @@ def test_fit_resets_the_budget():
     first_accountant = model.accountant_
     model.fit(X_TRAIN, Y_TRAIN)
     np.testing.assert_array_equal(model.predict(X_QUERY[:6]), Y_QUERY[:6])
-    assert model.budget_status()["n_answered"] == 6
+    assert model.budget_status().n_served == 6
     # A new release with its own budget, spent once.
     assert model.accountant_ is not first_accountant
     assert model.accountant_.spent == first_accountant.spent
@@ -175,7 +175,7 @@ def test_fit_resets_the_budget():
         halted.predict(X_QUERY[:10])
     halted.fit(X_TRAIN, Y_TRAIN)
     status = halted.budget_status()
-    assert status["abstention_count"] == 0 and not status["halted"]
+    assert status.n_failed_tests == 0 and not status.halted
     labels = halted.predict(X_QUERY[:2])  # two failures, below T = 3
     np.testing.assert_array_equal(labels, [-1, -1])
 
@@ -189,7 +189,7 @@ def test_on_exhausted_abstain_answers_the_rest_with_abstain_label():
     labels, abstained = model.predict(X_QUERY[:3], return_abstained=True)
     np.testing.assert_array_equal(labels, [-1, -1, -1])
     assert abstained.all()
-    assert model.budget_status()["n_answered"] == 5
+    assert model.budget_status().n_served == 5
     # Without return_abstained: the labels alone.
     assert model.predict(X_QUERY[:2]).tolist() == [-1, -1]
 
@@ -197,7 +197,7 @@ def test_on_exhausted_abstain_answers_the_rest_with_abstain_label():
     model = _hopeless(on_exhausted="abstain").fit(X_TRAIN, Y_TRAIN)
     labels, abstained = model.predict(X_QUERY[:10], return_abstained=True)
     assert (labels == -1).all() and abstained.all()
-    assert model.budget_status()["halted"]
+    assert model.budget_status().halted
 
 
 def test_on_exhausted_abstain_with_noisy_max_fallback_and_string_labels():
@@ -241,7 +241,7 @@ def test_agreeing_teachers_and_large_budget_give_the_exact_majority(
     assert not abstained.any()
     np.testing.assert_array_equal(labels, majority)
     np.testing.assert_array_equal(labels, np.array(["cat", "dog"])[Y_QUERY])
-    assert model.budget_status()["abstention_count"] == 0
+    assert model.budget_status().n_failed_tests == 0
 
 
 # -- shared accountant ------------------------------------------------------------
@@ -265,7 +265,7 @@ def test_shared_accountant_sees_every_fit_of_a_grid_search():
     events = accountant.events
     n_fits = 4 * 3 + 1  # every candidate on every split, and the refit
     assert len(events) == 2 * n_fits
-    assert sorted({e.kind for e in events}) == ["exponential", "sparse_vector"]
+    assert sorted({e.kind for e in events}) == ["approximate", "bounded_range"]
     best = grid.best_params_["epsilon"]
     expected_epsilon = 3 * (1 + 2 + 4 + 8) + best
     assert math.isclose(accountant.spent[0], expected_epsilon, rel_tol=1e-9)
@@ -337,7 +337,7 @@ def test_pandas_input_sets_feature_names():
     np.testing.assert_array_equal(model.predict(query), Y_QUERY[:10])
     with pytest.raises(ValueError, match="feature names"):
         model.predict(pd.DataFrame(X_QUERY[:2], columns=["weight", "height"]))
-    assert model.budget_status()["n_answered"] == 10
+    assert model.budget_status().n_served == 10
 
 
 def test_n_jobs_does_not_change_the_teachers():
@@ -481,8 +481,8 @@ def test_joblib_dump_load_with_own_accountant():
     assert loaded.accountant_.spent == model.accountant_.spent
     assert loaded.budget_status() == model.budget_status()
     np.testing.assert_array_equal(loaded.predict(X_QUERY[5:15]), Y_QUERY[5:15])
-    assert loaded.budget_status()["n_answered"] == 15
-    assert model.budget_status()["n_answered"] == 5  # the copy is separate
+    assert loaded.budget_status().n_served == 15
+    assert model.budget_status().n_served == 5  # the copy is separate
     np.testing.assert_array_equal(loaded.classes_, model.classes_)
 
 
@@ -493,7 +493,7 @@ def test_joblib_dump_load_with_own_accountant():
 def accountant():
     """A shared budget that has already been drawn on."""
     acc = PrivacyAccountant(epsilon=1e4, delta=0.5)
-    acc.spend(3.0, 1e-4, kind="earlier release")
+    acc.spend(3.0, 1e-4)
     return acc
 
 

@@ -62,6 +62,6 @@ def test_predict_verbose_shows_counts_only(data, capsys):
     capsys.readouterr()
     model.predict(X[:10])
     out = capsys.readouterr().out
-    assert "answered 10 of 10 queries" in out
+    assert "released 10 new row(s) of 10" in out
     for secret in ("threshold_", f"{model.threshold_:.0f}", "vote", "noise"):
         assert secret not in out, out

@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dpsklearn.votes import distance_to_instability, majority_and_gap, vote_counts
+from dpsklearn.mechanisms import distance_to_instability, majority_and_gap, vote_counts
 
 
 def _histograms(k, n_classes):

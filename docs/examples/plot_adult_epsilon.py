@@ -39,8 +39,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import SubsampleAggregateClassifier
 from dpsklearn.baselines import base_rate, teacher_majority_vote
-from dpsklearn.calibration import calibrate_sparse_vector
 from dpsklearn.datasets import load_adult
+from dpsklearn.mechanisms import calibrate_sparse_vector
 
 train = load_adult(subset="train")
 test = load_adult(subset="test")

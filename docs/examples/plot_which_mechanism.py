@@ -67,9 +67,9 @@ from dpsklearn import PrivacyAccountant, SubsampleAggregateClassifier
 from dpsklearn.baselines import base_rate
 from dpsklearn.datasets import load_adult
 from dpsklearn.demo import adult_encoder, teacher_estimator
-from dpsklearn.fused import fused_ensemble
-from dpsklearn.regime import predict_regime, private_margin_histogram
-from dpsklearn.votes import vote_counts
+from dpsklearn.ensemble import fused_ensemble
+from dpsklearn.mechanisms import vote_counts
+from dpsklearn.planning import predict_regime, private_margin_histogram
 
 start = time.perf_counter()
 

@@ -122,10 +122,15 @@ class ServingState:
         self.n_answered += int(n_rows) - int(n_abstained)
 
     def exhausted_reason(self, method):
-        """Why a batch could not be answered in full (public words)."""
-        if self.engine is not None and self.engine.halted:
-            return self.engine.halt_reason()
+        """Why a batch could not be answered in full (public words).
+
+        The cap is named when it is reached (even if the engine halted at
+        the same query); otherwise the engine's halt.
+        """
         cost = self.costs.get(method, 1)
+        if self.engine is not None and self.engine.halted:
+            if self.affordable(1, cost) > 0:
+                return self.engine.halt_reason()
         per_row = "" if cost == 1 else f" ({cost} units per {method} row)"
         return f"{self.cap_name}={self.max_queries} query units are spent{per_row}"
 

@@ -61,6 +61,13 @@ class BudgetStatus:
     remaining: tuple
     halted: bool
 
+    @property
+    def query_units_remaining(self):
+        """Query units ``max_queries`` still allows (None: no cap)."""
+        if self.max_queries is None:
+            return None
+        return max(0, self.max_queries - self.query_units_spent)
+
     def as_dict(self):
         """The figures as a plain dict (for JSON and tables)."""
         return asdict(self)
