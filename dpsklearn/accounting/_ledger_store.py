@@ -64,7 +64,7 @@ class LedgerError(OSError, ValueError):
     Examples
     --------
     >>> import errno
-    >>> from dpsklearn.ledger import LedgerError
+    >>> from dpsklearn import LedgerError
     >>> err = LedgerError(errno.EISDIR, "the ledger path is a directory", "/tmp")
     >>> err.filename, isinstance(err, ValueError)
     ('/tmp', True)

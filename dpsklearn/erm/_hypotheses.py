@@ -131,7 +131,7 @@ class Stump:
     Examples
     --------
     >>> import numpy as np
-    >>> from dpsklearn import Stump
+    >>> from dpsklearn.erm import Stump
     >>> Stump(0, 0.5, "no", "yes").predict(np.array([[0.2], [0.9]])).tolist()
     ['no', 'yes']
     """

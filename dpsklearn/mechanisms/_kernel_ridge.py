@@ -94,7 +94,7 @@ def kernel_ridge_prediction_release(
     >>> mech = kernel_ridge_prediction_release(
     ...     1.0, 1e-5, 100, kappa=1.0, y_bound=1.0, alpha=0.1, n_samples=10_000)
     >>> round(mech.sensitivity, 6), mech.bounds
-    (0.00832, (-1.0, 1.0))
+    (0.008325, (-1.0, 1.0))
     """
     sensitivity = min(
         function_sensitivity(kappa, y_bound, alpha, n_samples), 2.0 * y_bound

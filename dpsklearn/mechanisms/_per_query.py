@@ -237,7 +237,7 @@ class GridLaplaceRelease(_PerQuery):
     >>> mech = GridLaplaceRelease.calibrate(
     ...     1.0, 1e-5, max_queries=100, sensitivity=0.01, bounds=(0.0, 1.0))
     >>> mech.calibration_name, mech.grid_step
-    ('rdp', 9.5367431640625e-06)
+    ('rdp', 7.62939453125e-06)
     """
 
     n_streams = 1
