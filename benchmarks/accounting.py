@@ -15,7 +15,7 @@ accountant reports it:
    continuous Laplace noise (``LaplaceDpEvent``), which is slightly tighter.
 
 Also reported: the per-prediction ``eps_q`` that
-:func:`~dpsklearn.accounting.calibrate_epsilon` derives for 1,000
+:func:`~dpsklearn.accounting.per_release_epsilon` derives for 1,000
 exponential-mechanism predictions in the same budget.
 
 Reference figures (independent computations): predictions basic 20, zCDP
@@ -51,9 +51,11 @@ from dpsklearn import (  # noqa: E402
 )
 from dpsklearn.accounting import (
     COMPOSITIONS,
-    calibrate_epsilon,
+    PER_RELEASE_CALIBRATIONS,
+    BoundedRangeEvent,
     compose_epsilon,
     max_events,
+    per_release_epsilon,
 )
 
 EPSILON, DELTA = 1.0, 1e-6
@@ -70,7 +72,7 @@ def count_by_spending(composition, cap=10_000):
     n = 0
     while n < cap:
         try:
-            accountant.spend(EPS_Q, kind="exponential", label="benchmark")
+            accountant.spend_events([BoundedRangeEvent(EPS_Q, label="benchmark")])
         except BudgetExhaustedError:
             break
         n += 1
@@ -132,12 +134,12 @@ def laplace_events():
 def calibration(quick):
     m = 1000
     rows = []
-    for composition in COMPOSITIONS:
+    for composition in PER_RELEASE_CALIBRATIONS:
         if quick and composition == "pld":
             continue
         start = time.perf_counter()
-        eps_q = calibrate_epsilon(
-            m, EPSILON, DELTA, kind="exponential", composition=composition
+        eps_q, _ = per_release_epsilon(
+            EPSILON, DELTA, m, release="exponential", calibration=composition
         )
         rows.append(
             {
@@ -212,7 +214,7 @@ def markdown(result):
         "accounted as the worst-case eps-DP pair (randomized response for RDP, "
         "`DiscreteLaplaceDpEvent(eps, 1)` for PLD; exact for discrete Laplace "
         "at sensitivity one unit). Real-valued Laplace noise "
-        '(`kind="continuous_laplace"`, `LaplaceDpEvent`) is slightly tighter; '
+        "(`LaplaceEvent`, dp_accounting's `LaplaceDpEvent`) is slightly tighter; "
         "the reference PLD figure 1.36 is for that mechanism.",
         "",
         f"## Per-prediction eps_q for m = 1,000 exponential-mechanism "
