@@ -36,8 +36,12 @@ import functools
 import math
 import time
 from dataclasses import dataclass, field
-from numbers import Integral, Real
+from numbers import Integral
 from typing import ClassVar
+
+from sklearn.utils._param_validation import validate_parameter_constraints
+
+from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE
 
 __all__ = [
     "ApproximateEvent",
@@ -58,29 +62,19 @@ def dp_accounting():
     return dpa
 
 
-def _non_negative(value, name):
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}.")
-    return value
+def _validated(event, constraints):
+    """Check an event's fields with scikit-learn's constraints; return them as floats.
 
-
-def _positive_finite(value, name):
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
-    return value
-
-
-def _probability(value, name):
-    value = _non_negative(value, name)
-    if value >= 1:
-        raise ValueError(f"{name} must be in [0, 1), got {value!r}.")
-    return value
+    The message names the field and the allowed values (a TypeError or
+    ValueError, scikit-learn's ``InvalidParameterError``).
+    """
+    values = {name: getattr(event, name) for name in constraints}
+    validate_parameter_constraints(
+        constraints, values, caller_name=type(event).__name__
+    )
+    for name, value in values.items():
+        if value is not None:
+            object.__setattr__(event, name, float(value))
 
 
 def randomized_response(epsilon):
@@ -232,9 +226,7 @@ class PrivacyEvent:
     def laplace(epsilon=None, *, scale=None, sensitivity=None, count=1, label=None):
         """A Laplace-type pure ``epsilon``-DP release (worst-case accounting)."""
         if scale is not None:
-            derived = _positive_finite(
-                1.0 if sensitivity is None else sensitivity, "sensitivity"
-            ) / _positive_finite(scale, "scale")
+            derived = float(1.0 if sensitivity is None else sensitivity) / float(scale)
             if epsilon is not None and not math.isclose(
                 float(epsilon), derived, rel_tol=1e-9, abs_tol=1e-15
             ):
@@ -296,9 +288,7 @@ class PureEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "epsilon", _non_negative(self.epsilon, "epsilon"))
-        if math.isinf(self.epsilon):
-            raise ValueError("epsilon must be finite.")
+        _validated(self, {"epsilon": [NON_NEGATIVE]})
 
     def unit_rho(self):
         return self.epsilon**2 / 2.0  # Bun and Steinke 2016, Proposition 1.4
@@ -355,8 +345,8 @@ class DiscreteLaplaceEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "scale", _positive_finite(self.scale, "scale"))
-        sensitivity = _positive_finite(self.sensitivity, "sensitivity")
+        _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
+        sensitivity = self.sensitivity
         if sensitivity != int(sensitivity):
             raise ValueError(
                 "discrete Laplace sensitivity must be an integer (in grid units), "
@@ -400,10 +390,7 @@ class LaplaceEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "scale", _positive_finite(self.scale, "scale"))
-        object.__setattr__(
-            self, "sensitivity", _positive_finite(self.sensitivity, "sensitivity")
-        )
+        _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
 
     @property
     def epsilon(self):
@@ -449,17 +436,22 @@ class GaussianEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        sigma = _positive_finite(self.sigma, "sigma")
-        sensitivity = _positive_finite(self.sensitivity, "sensitivity")
-        delta = _probability(self.delta, "delta")
-        object.__setattr__(self, "sigma", sigma)
-        object.__setattr__(self, "sensitivity", sensitivity)
-        object.__setattr__(self, "delta", delta)
-        if self.epsilon is None or math.isinf(float(self.epsilon)):
+        if self.epsilon is not None and math.isinf(self.epsilon):
+            object.__setattr__(self, "epsilon", None)  # "no stated guarantee"
+        _validated(
+            self,
+            {
+                "sigma": [FINITE_POSITIVE],
+                "sensitivity": [FINITE_POSITIVE],
+                "delta": [DELTA],
+                "epsilon": [NON_NEGATIVE, None],
+            },
+        )
+        sigma, sensitivity, delta = self.sigma, self.sensitivity, self.delta
+        if self.epsilon is None:
             object.__setattr__(self, "epsilon", math.inf)
             return
-        epsilon = _non_negative(self.epsilon, "epsilon")
-        object.__setattr__(self, "epsilon", epsilon)
+        epsilon = self.epsilon
         if delta <= 0:
             raise ValueError(
                 "a Gaussian release is never pure: its stated delta must be > 0."
@@ -501,11 +493,7 @@ class ApproximateEvent(PrivacyEvent):
 
     def __post_init__(self):
         super().__post_init__()
-        epsilon = _non_negative(self.epsilon, "epsilon")
-        if math.isinf(epsilon):
-            raise ValueError("epsilon must be finite.")
-        object.__setattr__(self, "epsilon", epsilon)
-        object.__setattr__(self, "delta", _probability(self.delta, "delta"))
+        _validated(self, {"epsilon": [NON_NEGATIVE], "delta": [DELTA]})
 
     def unit_rho(self):
         return None

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import math
 import os
 import threading
 import weakref
 
+from sklearn.utils._param_validation import StrOptions
+
+from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE, validate_params
 from ._base import BaseAccountant, utc
-from ._composer import check_composition
+from ._composer import COMPOSITIONS, check_composition
 from ._events import PrivacyEvent
 from ._ledger_store import LedgerError, LedgerFile
 
@@ -61,23 +63,6 @@ def _reopen_ledger(path, timeout):
     if ledger is not None:
         return ledger
     return PrivacyLedger._open(path, timeout=timeout, must_exist=True)
-
-
-def _check_budget(value, name, *, allow_zero):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be a real number, got {value!r}.") from None
-    value = float(value)
-    upper = 1.0 if name == "delta" else math.inf
-    low_ok = value >= 0 if allow_zero else value > 0
-    if math.isnan(value) or not low_ok or value >= upper:
-        bound = "[0" if allow_zero else "(0"
-        raise ValueError(f"{name} must be in {bound}, {upper}), got {value!r}.")
-    return value
 
 
 class PrivacyLedger(BaseAccountant):
@@ -175,6 +160,17 @@ class PrivacyLedger(BaseAccountant):
     False
     """
 
+    @validate_params(
+        {
+            "path": [str, os.PathLike],
+            "epsilon": [FINITE_POSITIVE, None],
+            "delta": [DELTA, None],
+            "composition": [StrOptions(set(COMPOSITIONS)), None],
+            "store_noisy_threshold": ["boolean", None],
+            "timeout": [NON_NEGATIVE],
+        },
+        prefer_skip_nested_validation=True,
+    )
     def __init__(
         self,
         path,
@@ -217,17 +213,11 @@ class PrivacyLedger(BaseAccountant):
                 f"path must name a file on disk, got {path!r}: an in-memory "
                 "ledger cannot be shared between processes or survive a restart."
             )
-        epsilon = _check_budget(epsilon, "epsilon", allow_zero=False)
-        delta = _check_budget(delta, "delta", allow_zero=True)
+        epsilon = None if epsilon is None else float(epsilon)
+        delta = None if delta is None else float(delta)
         if composition is not None:
             check_composition(composition, shared=True)
-        if store_threshold is not None and not isinstance(store_threshold, bool):
-            raise TypeError(
-                f"store_noisy_threshold must be a bool, got {store_threshold!r}."
-            )
         timeout = float(timeout)
-        if not (timeout >= 0 and math.isfinite(timeout)):
-            raise ValueError(f"timeout must be a finite number >= 0, got {timeout!r}.")
 
         path = os.path.abspath(path)
         self._timeout = timeout

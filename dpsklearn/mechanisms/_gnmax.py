@@ -32,11 +32,13 @@ smooth sensitivity to release their epsilon) are not claimed.
 from __future__ import annotations
 
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import ndtri
+from sklearn.utils._param_validation import Interval
 
+from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
 from ..accounting._composition import rho_to_epsilon
 from ..accounting._events import ApproximateEvent, GaussianEvent
 from ..noise import discrete_gaussian
@@ -68,15 +70,14 @@ def _check_counts(counts):
     return counts.astype(np.int64, copy=False)
 
 
-def _check_sigma(sigma, name):
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.number)):
-        raise ValueError(f"{name} must be a finite number > 0, got {sigma!r}.")
-    sigma = float(sigma)
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {sigma!r}.")
-    return sigma
-
-
+@validate_params(
+    {
+        "counts": ["array-like"],
+        "sigma": [FINITE_POSITIVE],
+        "rng": [np.random.Generator],
+    },
+    prefer_skip_nested_validation=True,
+)
 def gnmax(counts, sigma, *, rng):
     """Gaussian noisy argmax of vote counts, one answer per query (GNMax).
 
@@ -110,6 +111,14 @@ def gnmax(counts, sigma, *, rng):
     return np.argmax(noisy, axis=1).astype(np.int64)
 
 
+@validate_params(
+    {
+        "counts": ["array-like"],
+        "sigma": [FINITE_POSITIVE],
+        "rng": [np.random.Generator],
+    },
+    prefer_skip_nested_validation=True,
+)
 def gnmax_noisy_counts(counts, sigma, *, rng):
     """The noisy vote counts that GNMax takes the argmax of.
 
@@ -144,10 +153,20 @@ def gnmax_noisy_counts(counts, sigma, *, rng):
     [True, True]
     """
     counts = _check_counts(counts)
-    sigma = _check_sigma(sigma, "sigma")
     return counts + discrete_gaussian(sigma, size=counts.shape, rng=rng)
 
 
+@validate_params(
+    {
+        "counts": ["array-like"],
+        "threshold": [Real],
+        "sigma_threshold": [FINITE_POSITIVE],
+        "sigma_argmax": [FINITE_POSITIVE],
+        "rng": [np.random.Generator],
+        "max_answers": [Interval(Integral, 0, None, closed="left"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def confident_gnmax(
     counts, threshold, sigma_threshold, sigma_argmax, *, rng, max_answers=None
 ):
@@ -193,20 +212,9 @@ def confident_gnmax(
     ([0, -1, 1], [True, False, True], 3)
     """
     counts = _check_counts(counts)
-    sigma_threshold = _check_sigma(sigma_threshold, "sigma_threshold")
-    sigma_argmax = _check_sigma(sigma_argmax, "sigma_argmax")
     threshold = float(threshold)
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got nan.")
-    if max_answers is not None:
-        if isinstance(max_answers, bool) or not isinstance(max_answers, Integral):
-            raise ValueError(
-                f"max_answers must be None or an integer >= 0, got {max_answers!r}."
-            )
-        if max_answers < 0:
-            raise ValueError(
-                f"max_answers must be None or an integer >= 0, got {max_answers!r}."
-            )
     n_queries = counts.shape[0]
     if max_answers == 0 or n_queries == 0:
         return np.zeros(0, np.int64), np.zeros(0, bool), 0
@@ -227,6 +235,15 @@ def confident_gnmax(
     return answers, passed, n_processed
 
 
+@validate_params(
+    {
+        "n_teachers": [COUNT],
+        "n_classes": [COUNT],
+        "sigma_argmax": [FINITE_POSITIVE],
+        "error": [OPEN_UNIT],
+    },
+    prefer_skip_nested_validation=True,
+)
 def confident_gnmax_threshold(n_teachers, n_classes, sigma_argmax, error=0.1):
     """The data-independent threshold on the noisy largest count.
 
@@ -264,9 +281,7 @@ def confident_gnmax_threshold(n_teachers, n_classes, sigma_argmax, error=0.1):
     >>> round(confident_gnmax_threshold(1000, 2, 50.0), 1)
     545.3
     """
-    if not 0.0 < error < 1.0:
-        raise ValueError(f"error must be in (0, 1), got {error!r}.")
-    sigma_argmax = _check_sigma(sigma_argmax, "sigma_argmax")
+    sigma_argmax = float(sigma_argmax)
     n_classes = max(int(n_classes), 2)
     z = float(ndtri(1.0 - error / (n_classes - 1)))
     return 0.5 * (int(n_teachers) + math.sqrt(2.0) * sigma_argmax * z)

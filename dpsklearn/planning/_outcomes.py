@@ -9,12 +9,14 @@ the building blocks of the regime guide (:func:`predict_regime`) and of
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import log_softmax, ndtr
 from scipy.stats import binom
 
-from ..mechanisms._gnmax import _check_counts, _check_sigma
+from .._validation import FINITE_POSITIVE, validate_params
+from ..mechanisms._gnmax import _check_counts
 
 __all__ = [
     "argmax_win_probability",
@@ -79,6 +81,17 @@ def argmax_win_probability(counts, target, sigma):
     return np.prod(ndtr(shifted), axis=1) @ weights
 
 
+@validate_params(
+    {
+        "counts": ["array-like"],
+        "threshold": [Real],
+        "sigma_threshold": [FINITE_POSITIVE],
+        "sigma_argmax": [FINITE_POSITIVE],
+        "max_answers": [Integral, None],
+        "labels": ["array-like", None],
+    },
+    prefer_skip_nested_validation=True,
+)
 def confident_gnmax_outcome(
     counts, threshold, sigma_threshold, sigma_argmax, *, max_answers=None, labels=None
 ):
@@ -120,8 +133,6 @@ def confident_gnmax_outcome(
     (0.5, 1.0)
     """
     counts = _check_counts(counts)
-    sigma_threshold = _check_sigma(sigma_threshold, "sigma_threshold")
-    sigma_argmax = _check_sigma(sigma_argmax, "sigma_argmax")
     n_queries = counts.shape[0]
     if n_queries == 0:
         raise ValueError("counts must hold at least one query.")
