@@ -63,6 +63,18 @@ class PrivateEstimatorMixin:
 
     # Fitted means a completed fit.
     _fitted_marker = "_serving_state_"
+    # Whether fit and predict take sparse matrices.
+    _sparse_input = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Truthful: privacy noise costs accuracy.
+        for estimator_tags in (tags.classifier_tags, tags.regressor_tags):
+            if estimator_tags is not None:
+                estimator_tags.poor_score = True
+        tags.non_deterministic = self.noise_random_state is None
+        tags.input_tags.sparse = self._sparse_input
+        return tags
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, self._fitted_marker)

@@ -469,16 +469,7 @@ class LedgerFile:
             yield ModelRecord(self, conn, model_id, version, state, secret)
 
     def model_records(self):
-        """Public state of the model records: id, estimator, counters, times.
-
-        Returns
-        -------
-        records : list of dict
-            One per model fitted with this ledger, oldest first: ``model_id``,
-            ``label``, ``created``, ``updated``, ``n_served``,
-            ``abstention_count`` and ``n_queries`` (None when the model has
-            no sparse vector engine). The noisy threshold is never returned.
-        """
+        """The public columns of every model record (see the ledger's method)."""
         self.check_process()
         with self._lock:
             conn = self._connection()

@@ -303,12 +303,7 @@ class PrivatePredictionClassifier(
         self.verbose = verbose
         self.mechanism = mechanism
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True  # truthful: noise costs accuracy
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = False
-        return tags
+    _sparse_input = False  # the release cache keys rows by value
 
     # -- fit -----------------------------------------------------------------
     def _resolve_k(self, n_samples, epsilon_per_query):

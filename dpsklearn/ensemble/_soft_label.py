@@ -198,12 +198,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     def _base_estimator(self):
         return Ridge() if self.estimator is None else self.estimator
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = False
-        return tags
+    _sparse_input = False  # the release cache keys rows by value
 
     # -- fit -----------------------------------------------------------------
     def _validate_soft_label_source(self):

@@ -265,13 +265,6 @@ class SubsampleAggregateClassifier(
         self.max_answers = max_answers
         self.fused = fused
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True  # truthful: noise costs accuracy
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = True
-        return tags
-
     # -- fit -----------------------------------------------------------------
     @keeps_live_model
     def fit(self, X, y):

@@ -223,13 +223,6 @@ class ExponentialMechanismERM(
         self.accountant = accountant
         self.noise_random_state = noise_random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True  # truthful: noise costs accuracy
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = True
-        return tags
-
     @keeps_live_model
     def fit(self, X, y):
         """Choose one hypothesis with the exponential mechanism.
@@ -336,13 +329,6 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
         self.epsilon = epsilon
         self.accountant = accountant
         self.noise_random_state = noise_random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = True
-        return tags
 
     def _target_range(self, y):
         if self.target_range is None:

@@ -291,13 +291,6 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.noise_random_state = noise_random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True  # truthful: noise costs accuracy
-        tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = True
-        return tags
-
     # -- validation (everything before any budget is touched) ----------------
     def _check_kernel(self, n_features):
         """The kernel and its resolved parameters; refuse what has no bound."""

@@ -295,7 +295,13 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
     >>> name, round(sigma)
     ('rdp', 181)
     """
-    cal = _calibrate_gaussian_cached(
+    cal = calibrate_gnmax(epsilon, delta, max_queries, calibration, rtol)
+    return cal.sigma_argmax, cal.name
+
+
+def calibrate_gnmax(epsilon, delta, max_queries, calibration="auto", rtol=1e-6):
+    """GNMax's calibration: ``max_queries`` noisy argmaxes and no threshold check."""
+    return _calibrate_gaussian_cached(
         float(epsilon),
         float(delta),
         int(max_queries),
@@ -304,4 +310,3 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
         calibration,
         float(rtol),
     )
-    return cal.sigma_argmax, cal.name

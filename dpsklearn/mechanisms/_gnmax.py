@@ -43,7 +43,7 @@ from ..accounting._composition import rho_to_epsilon
 from ..accounting._events import ApproximateEvent, GaussianEvent
 from ..noise import discrete_gaussian
 from ._base import Engine, Mechanism, Release
-from ._gaussian_calibration import _calibrate_gaussian_cached, calibrate_confident_gnmax
+from ._gaussian_calibration import calibrate_confident_gnmax, calibrate_gnmax
 
 __all__ = [
     "ConfidentGNMax",
@@ -429,17 +429,7 @@ class GNMax(Mechanism):
     @classmethod
     def calibrate(cls, epsilon, delta, max_queries, *, calibration="auto"):
         """Calibrate ``sigma`` for ``max_queries`` released vectors."""
-        return cls(
-            _calibrate_gaussian_cached(
-                float(epsilon),
-                float(delta),
-                int(max_queries),
-                int(max_queries),
-                0.0,
-                calibration,
-                1e-6,
-            )
-        )
+        return cls(calibrate_gnmax(epsilon, delta, max_queries, calibration))
 
     @property
     def sigma(self):

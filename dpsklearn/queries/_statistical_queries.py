@@ -204,9 +204,10 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.noise_random_state = noise_random_state
 
+    _sparse_input = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.noise_random_state is None
         tags.target_tags.required = False
         return tags
 
