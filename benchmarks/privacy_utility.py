@@ -244,7 +244,7 @@ class Runner:
 
     def _sa_halt(self, model):
         status = model.budget_status()
-        return status["n_answered"] if status["halted"] else None
+        return status.n_answered if status.halted else None
 
     def _run_sparse_vector(self, setting, epsilon):
         T, fallback = setting["T"], setting["fallback"]
@@ -316,7 +316,7 @@ class Runner:
             max_answers,
             labels,
             abstained,
-            status["n_answered"] if status["halted"] else None,
+            status.n_answered if status.halted else None,
             {
                 "teacher_vote": self.teacher_vote(model),
                 "calibration": model.calibration_,
@@ -480,7 +480,7 @@ class Runner:
             T,
             labels,
             abstained,
-            status["n_answered"] if status["halted"] else None,
+            status.n_answered if status.halted else None,
             {
                 "teacher_vote": self.teacher_vote(model),
                 "calibration": model.calibration_,

@@ -78,12 +78,8 @@ from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.baselines import base_rate, teacher_majority_vote  # noqa: E402
 from dpsklearn.datasets import load_adult  # noqa: E402
 from dpsklearn.demo import adult_encoder  # noqa: E402
-from dpsklearn.mechanisms import (
-    ConfidentGNMaxEngine,
-    calibrate_confident_gnmax,
-    confident_gnmax_threshold,
-)
-from dpsklearn.noise import exponential_mechanism  # noqa: E402
+from dpsklearn.mechanisms import ConfidentGNMax  # noqa: E402
+from dpsklearn.noise import NoiseSource, exponential_mechanism  # noqa: E402
 from dpsklearn.planning import predict_regime  # noqa: E402
 
 DELTA = 1e-5
@@ -337,13 +333,14 @@ def pp_labels(counts, epsilon, m, rng):
 
 def cgn_labels(counts, epsilon, m, max_answers, n_classes, rng):
     """``SubsampleAggregateClassifier(mechanism="confident_gnmax").predict``."""
-    cal = calibrate_confident_gnmax(epsilon, DELTA, m, max_answers)
     k = int(counts[0].sum())
-    threshold = confident_gnmax_threshold(k, n_classes, cal.sigma_argmax)
-    engine = ConfidentGNMaxEngine(
-        threshold, cal.sigma_threshold, cal.sigma_argmax, max_answers
+    mechanism = ConfidentGNMax.calibrate(
+        epsilon, DELTA, m, max_answers, n_teachers=k, n_classes=n_classes
     )
-    answers, answered, n_processed = engine.run(counts, rng)
+    cal, threshold = mechanism.calibration, mechanism.threshold
+    release = mechanism.engine(NoiseSource([rng])).answer("predict", counts)
+    n_processed = release.n_done
+    answers, answered = release.values["label"], ~release.values["abstained"]
     labels = np.full(len(counts), -1)
     labels[:n_processed] = answers
     mask = np.zeros(len(counts), bool)
@@ -728,7 +725,7 @@ def answer_rate_rows(data, epsilon, ks, log):
             acc_ans = _accuracy(labels[answered], y_q[answered]) if n_ans else None
             status = model.budget_status()
             predicted = _regime_prediction(model, params, X_q, y_q, epsilon, m)
-            halted = status.get("halted", False)
+            halted = status.halted
             rows.append(
                 {
                     "dataset": data["name"],
@@ -747,7 +744,7 @@ def answer_rate_rows(data, epsilon, ks, log):
                     "answered": n_ans / m,
                     "acc_answered": acc_ans,
                     "acc_all": float(np.mean(answered & (labels == y_q))),
-                    "halted_after": status.get("n_answered") if halted else None,
+                    "halted_after": status.n_answered if halted else None,
                     **reference,
                     "teacher_vote": _accuracy(teacher_majority_vote(model, X_q), y_q),
                     "predicted_answered": predicted["answered"],

@@ -175,11 +175,11 @@ def _answer(model, name, X_train, y_train, X_query, classes):
         model.fit(X_train, (y_train == classes[1]).astype(np.int64))
         values, abstained = model.predict(X_query, return_abstained=True)
         labels = np.where(values > 0.5, classes[1], classes[0])
-        return labels, abstained, model.budget_status()["n_answered"]
+        return labels, abstained, model.budget_status().n_answered
     model.fit(X_train, y_train)
     labels, abstained = model.predict(X_query, return_abstained=True)
     status = model.budget_status()
-    halted = status.get("n_answered", status.get("query_units_spent"))
+    halted = status.n_answered
     return labels, abstained, halted
 
 
@@ -376,7 +376,7 @@ def main(argv=None):
         "answered = queries not abstained; acc_all counts abstentions as wrong; "
         "teacher_vote is the NON-private majority vote of the same teachers; "
         "full_model a non-private model on all rows; halted_after = queries "
-        "answered before the model halted (query units for PrivatePrediction). "
+        "answered before the model halted. "
         "The KnowledgeTransfer student was trained on public rows labelled by a "
         "private teacher; its predictions are free.\n",
         flush=True,

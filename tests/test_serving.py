@@ -215,3 +215,30 @@ def test_models_released_at_fit_report_their_whole_budget(model):
     else:
         assert status.spent == (model.epsilon, getattr(model, "delta", 0.0))
     assert np.all(np.asarray(status.remaining) >= 0)
+
+
+def test_demo_reads_the_status_schema():
+    # The demo's table takes "halted_after" from budget_status(); a change of
+    # the status schema must break this test, not the README's demo command.
+    from sklearn.linear_model import LogisticRegression
+
+    from dpsklearn.demo import _answer
+
+    model = SubsampleAggregateClassifier(
+        LogisticRegression(),
+        n_estimators=20,
+        epsilon=1.0,
+        delta=1e-5,
+        max_unstable=3,
+        on_exhausted="abstain",
+        abstain_label=-1,
+        random_state=0,
+    )
+    classes = np.unique(Y_CLF)
+    labels, abstained, halted_after = _answer(
+        model, "SubsampleAggregate", X_CLF[:1000], Y_CLF[:1000], X_CLF[1000:], classes
+    )
+    status = model.budget_status()
+    assert halted_after == status.n_answered
+    assert labels.shape == abstained.shape == (200,)
+    assert int(np.sum(~abstained)) == status.n_answered
