@@ -8,7 +8,9 @@ Build (the gallery examples run during the build)::
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import sys
 from pathlib import Path
 
@@ -73,15 +75,46 @@ html_theme_options = {
     "sidebar_width": "240px",
 }
 
-# -- autosummary: names re-exported by the package --------------------------
-# Names that ``dpsklearn`` re-exports are documented once, at the top level
-# (autodoc records their module path as the canonical alias); the module pages
-# link to them instead of documenting them a second time.
-_reexported = {}
-for _name in dpsklearn.__all__:
-    _obj = getattr(dpsklearn, _name)
-    _module = getattr(_obj, "__module__", None)
-    if _module not in (None, "dpsklearn") and callable(_obj):
-        _reexported.setdefault(_module, []).append(_name)
-autosummary_context = {"reexported": _reexported}
+# -- autosummary: names exported by more than one public module -------------
+# Every class and function is documented once, on the page of its home: the
+# top level for the names ``dpsklearn`` exports, otherwise the public module
+# whose private submodule defines it (``dpsklearn.planning`` for
+# ``dpsklearn.planning._sample_size.kernel_ridge_schedule``). Autodoc records
+# the defining module as the canonical name, so a second description would be
+# a duplicate; the other pages that export the name link to its home instead.
+_PUBLIC_MODULES = ["dpsklearn"] + sorted(
+    f"dpsklearn.{info.name}"
+    for info in pkgutil.iter_modules(dpsklearn.__path__)
+    if not info.name.startswith("_")
+)
+
+
+def _exported(module_name):
+    module = importlib.import_module(module_name)
+    return {name: getattr(module, name) for name in getattr(module, "__all__", [])}
+
+
+def _home(name, obj):
+    """The public module whose page documents ``obj``."""
+    if dpsklearn.__dict__.get(name) is obj and name in dpsklearn.__all__:
+        return "dpsklearn"
+    defined_in = getattr(obj, "__module__", "") or ""
+    for module_name in _PUBLIC_MODULES[1:]:
+        if defined_in == module_name or defined_in.startswith(module_name + "._"):
+            if _exported(module_name).get(name) is obj:
+                return module_name
+    return None
+
+
+_reexported = {}  # module -> names documented elsewhere
+_homes = {}  # module -> {name: the qualified name where it is documented}
+for _module_name in _PUBLIC_MODULES:
+    for _name, _obj in _exported(_module_name).items():
+        if not callable(_obj):
+            continue
+        _where = _home(_name, _obj)
+        if _where not in (None, _module_name):
+            _reexported.setdefault(_module_name, []).append(_name)
+            _homes.setdefault(_module_name, {})[_name] = f"{_where}.{_name}"
+autosummary_context = {"reexported": _reexported, "homes": _homes}
 autosummary_ignore_module_all = False

@@ -108,7 +108,7 @@ for epsilon in epsilons:
             if answered.any()
             else np.nan,
             "acc_all": np.mean(answered & (labels == y_query)),
-            "served_before_halt": model.budget_status().n_answered,
+            "served_before_halt": model.budget_status().n_served,
         }
     )
 seconds = time.perf_counter() - start

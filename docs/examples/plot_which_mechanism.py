@@ -5,7 +5,7 @@ Which mechanism for my teachers? The regime guide on three regimes
 Every dpsklearn teacher ensemble turns a query's vote histogram into an
 answer or an abstention. How often it answers, and how often it is right,
 depends only on how strongly the teachers agree, on the budget and on the
-number of queries ``m``. :func:`dpsklearn.regime.predict_regime` takes a
+number of queries ``m``. :func:`dpsklearn.planning.predict_regime` takes a
 sample of vote histograms and predicts, for every mechanism and calibration,
 the fraction of the ``m`` queries answered and the accuracy, **without
 fitting a private model or spending any budget**:
@@ -29,9 +29,9 @@ model trained on all rows.
 directly. That is allowed only because every dataset in this example is
 public: it shows the guide on data a user may look at. On private data,
 compute the votes of teachers trained on a public sample like the private
-one (:func:`dpsklearn.regime.public_vote_counts`), or release the private
+one (:func:`dpsklearn.planning.public_vote_counts`), or release the private
 teachers' vote margins through
-:func:`dpsklearn.regime.private_margin_histogram`, which charges a stated
+:func:`dpsklearn.planning.private_margin_histogram`, which charges a stated
 epsilon (the last section shows it).
 """
 
@@ -39,8 +39,8 @@ epsilon (the last section shows it).
 # The teachers' votes on 1,000 public queries
 # -------------------------------------------
 # Adult: the 32,561 rows of ``adult.data`` train the teachers (a scaled
-# liblinear logistic regression each, :func:`dpsklearn.demo.teacher_estimator`,
-# behind the data-independent encoder :func:`dpsklearn.demo.adult_encoder`);
+# liblinear logistic regression each, ``dpsklearn.demo.teacher_estimator()``,
+# behind the data-independent encoder ``dpsklearn.demo.adult_encoder()``);
 # 1,000 rows of ``adult.test`` are the queries. With ``k = 100`` each teacher
 # sees about 325 rows, with ``k = 1000`` about 32.
 #
@@ -50,9 +50,9 @@ epsilon (the last section shows it).
 # the benchmarks, the teachers agree on nearly every query.
 #
 # An ensemble is fitted only to get its teachers (``max_queries=1``: nothing
-# will be asked of it). :func:`dpsklearn.votes.vote_counts` counts their
-# votes; :mod:`dpsklearn.fused` evaluates linear teachers as one matrix
-# product, which is how the estimators count votes themselves.
+# will be asked of it). :func:`dpsklearn.mechanisms.vote_counts` counts their
+# votes; :func:`dpsklearn.ensemble.fused_ensemble` evaluates linear teachers
+# as one matrix product, which is how the estimators count votes themselves.
 
 import time
 import warnings
@@ -359,7 +359,7 @@ plt.show()
 # On private data the votes above must not be read. A fitted private
 # ensemble can instead release a differentially private histogram of its
 # vote margins on public query rows,
-# :func:`~dpsklearn.regime.private_margin_histogram`, charged to an
+# :func:`~dpsklearn.planning.private_margin_histogram`, charged to an
 # accountant (here a separate one holding 0.5; in practice the one the
 # model shares, with room left). With 1,000 teachers and 6 bins the noise
 # per bin is ``4 (6 - 1) / (1000 * 0.5) = 0.04`` of the queries. Without
