@@ -33,6 +33,10 @@ that the audit has teeth.
   what the calibration certified): each released row is then
   ``4/sigma^2``-zCDP, four times the claim. Audited in
   ``tests/test_audit_estimators.py``.
+* :func:`grid_gaussian_half_sigma` -- a fitted
+  ``PrivatePredictionRegressor(calibration="gaussian")`` that serves with
+  half the calibrated ``sigma_u``: each value is then four times the
+  claimed zCDP cost. Audited in ``tests/test_audit_regression.py``.
 
 All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
 """
@@ -171,4 +175,26 @@ def gnmax_half_sigma(model):
     engine = model._serving_state_.engine
     engine.sigma = engine.sigma / 2.0
     model.sigma_ = engine.sigma
+    return model
+
+
+def grid_gaussian_half_sigma(model):
+    """Make a fitted Gaussian ``PrivatePredictionRegressor`` serve with ``sigma / 2``.
+
+    The model still claims its ``(epsilon, delta)``; its values are released
+    with half the discrete Gaussian noise the calibration certified (the
+    serving engine's ``sigma_units`` is what the release reads).
+
+    Parameters
+    ----------
+    model : PrivatePredictionRegressor
+        Fitted with ``calibration="gaussian"``, not yet serving.
+
+    Returns
+    -------
+    model : PrivatePredictionRegressor
+        The same object, broken.
+    """
+    engine = model._serving_state_.engine
+    engine.sigma_units = engine.sigma_units / 2.0
     return model

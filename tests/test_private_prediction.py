@@ -100,19 +100,31 @@ def test_epsilon_per_query_hand_computed(
     assert per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="zcdp"
     )[0] == (pytest.approx(zcdp_laplace, rel=1e-12))
-    reg = PrivatePredictionRegressor(
-        n_estimators=3,
-        epsilon=epsilon,
-        delta=delta,
-        max_queries=m,
-        target_range=(-3, 3),
-    ).fit(X, y)
+    # The regressor's Laplace release takes the Laplace splits (eps_q^2/2).
+    regs = {
+        calibration: PrivatePredictionRegressor(
+            n_estimators=3,
+            epsilon=epsilon,
+            delta=delta,
+            max_queries=m,
+            calibration=calibration,
+            target_range=(-3, 3),
+        ).fit(X, y)
+        for calibration in ("basic", "zcdp", "rdp", "gaussian", "auto")
+    }
     rdp_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="rdp"
     )[0]
-    assert reg.epsilon_per_query_ == pytest.approx(
-        max(basic, zcdp_laplace, rdp_laplace), rel=1e-12
-    )
+    assert regs["basic"].epsilon_per_query_ == pytest.approx(basic, rel=1e-12)
+    assert regs["zcdp"].epsilon_per_query_ == pytest.approx(zcdp_laplace, rel=1e-12)
+    assert regs["rdp"].epsilon_per_query_ == rdp_laplace
+    # "auto": the least noisy of the best Laplace split and the Gaussian.
+    best_laplace = min(("basic", "zcdp", "rdp"), key=lambda c: regs[c].noise_std_)
+    assert regs["basic"].epsilon_per_query_ == basic  # Laplace: eps_q given
+    assert regs["gaussian"].epsilon_per_query_ is None
+    chosen = min((best_laplace, "gaussian"), key=lambda c: regs[c].noise_std_)
+    assert regs["auto"].calibration_ == chosen
+    assert regs["auto"].noise_std_ == regs[chosen].noise_std_
 
 
 def test_auto_calibration_m1_is_basic(binary_data):
