@@ -17,8 +17,8 @@ How the instances are configured for the checks:
   default-constructible);
 * ``SCIPY_ARRAY_API=1`` from ``conftest.py``, so no check is skipped.
 
-``KnowledgeTransferClassifier`` is checked through a test-only subclass whose
-``fit`` passes ``X_public=X``.
+``KnowledgeTransferClassifier`` and ``KnowledgeTransferRegressor`` are checked
+through test-only subclasses whose ``fit`` passes ``X_public=X``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from dpsklearn import (
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
+    KnowledgeTransferRegressor,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
@@ -118,6 +119,13 @@ class KnowledgeTransferForChecks(KnowledgeTransferClassifier):
         return super().fit(X, y, X_public=X)
 
 
+class KnowledgeTransferRegressorForChecks(KnowledgeTransferRegressor):
+    """Test-only: the checks call ``fit(X, y)``; the public rows are ``X``."""
+
+    def fit(self, X, y):
+        return super().fit(X, y, X_public=X)
+
+
 # -- the registry -------------------------------------------------------------
 
 REGISTRY: list[CheckCase] = [
@@ -195,6 +203,31 @@ REGISTRY: list[CheckCase] = [
         KnowledgeTransferForChecks(
             PrivatePredictionClassifier(
                 n_estimators=5, max_queries=10_000, noise_random_state=0
+            ),
+            query_strategy="uncertainty",
+            random_state=0,
+        )
+    ),
+    # The regression student: sequential, and bootstrap disagreement. The
+    # checks seed only the outer random_state, so the teacher's partition is
+    # seeded here (real-valued labels show any change of shards).
+    CheckCase(
+        KnowledgeTransferRegressorForChecks(
+            PrivatePredictionRegressor(
+                n_estimators=5,
+                max_queries=10_000,
+                random_state=0,
+                noise_random_state=0,
+            )
+        )
+    ),
+    CheckCase(
+        KnowledgeTransferRegressorForChecks(
+            PrivatePredictionRegressor(
+                n_estimators=5,
+                max_queries=10_000,
+                random_state=0,
+                noise_random_state=0,
             ),
             query_strategy="uncertainty",
             random_state=0,
