@@ -37,6 +37,11 @@ that the audit has teeth.
   ``PrivatePredictionRegressor(calibration="gaussian")`` that serves with
   half the calibrated ``sigma_u``: each value is then four times the
   claimed zCDP cost. Audited in ``tests/test_audit_regression.py``.
+* :func:`kernel_ridge_shards_divided_twice` -- a fitted sharded
+  ``PrivateKernelRidge`` whose noise is calibrated to the shard average's
+  sensitivity divided by ``k`` once more (``Delta / k^2``: the averaging
+  applied twice); it leaks about ``k`` times the claim. Audited in
+  ``tests/test_audit_regression.py``.
 
 All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
 """
@@ -197,4 +202,40 @@ def grid_gaussian_half_sigma(model):
     """
     engine = model._serving_state_.engine
     engine.sigma_units = engine.sigma_units / 2.0
+    return model
+
+
+def kernel_ridge_shards_divided_twice(model):
+    """Make a fitted sharded ``PrivateKernelRidge`` serve at ``sensitivity / k``.
+
+    The mechanism is rebuilt with the average's sensitivity divided by the
+    number of shards once more (its grid and noise follow the smaller
+    figure), and the serving engine releases through it.
+
+    Parameters
+    ----------
+    model : PrivateKernelRidge
+        Fitted with ``release="predictions"`` and ``n_estimators=k``, not
+        yet serving.
+
+    Returns
+    -------
+    model : PrivateKernelRidge
+        The same object, broken.
+    """
+    from dpsklearn.mechanisms import GridLaplaceRelease
+    from dpsklearn.mechanisms._per_query import GridLaplaceEngine
+
+    mech = model.privacy_mechanism_
+    broken = GridLaplaceRelease(
+        mech.epsilon,
+        mech.delta,
+        mech.max_queries,
+        mech.epsilon_per_query,
+        mech.calibration_name,
+        mech.sensitivity / model.n_estimators_,
+        mech.bounds,
+    )
+    state = model._serving_state_
+    state.engine = GridLaplaceEngine(broken, state.engine.noise)
     return model

@@ -39,7 +39,7 @@ from scipy import stats
 from scipy.special import logsumexp
 from sklearn.dummy import DummyRegressor
 
-from dpsklearn import PrivatePredictionRegressor
+from dpsklearn import PrivateKernelRidge, PrivatePredictionRegressor
 from dpsklearn.audit import AuditResult, audit, exact_epsilon
 
 pytestmark = [
@@ -235,3 +235,120 @@ def test_bad_gaussian_half_sigma_is_caught():
     )
     assert exact > claimed
     assert res.epsilon_lower > claimed, f"audit missed a leak: {res}"
+
+
+# ---------------------------------------------------------------------------
+# 2. Sharded kernel ridge, one query (docs/design.rst, "Sharded kernel ridge")
+# ---------------------------------------------------------------------------
+# Twenty rows ten apart (K(x_i, x_j) ~ 0 for i != j at gamma = 1) in k = 4
+# shards of five, with a regularisation so small that each shard's fit
+# interpolates its rows and is ~0 elsewhere. Replacing record 0's label -M by
+# +M moves its shard's clipped prediction at x_0 by the whole 2 M and leaves
+# the other shards at ~0, so the average of the four moves by 2 M / 4 = 0.5:
+# exactly sensitivity_ = min(Lemma 2 at 5 rows, 2 M) / 4. One query at
+# eps_q = 1: a model claiming max_queries=1 and epsilon=1, audited through
+# models that release R single-query answers with epsilon = R under basic
+# composition (the same eps_q and sensitivity, checked).
+
+KR_M = 1.0
+KR_K = 4
+KR_X = np.arange(20, dtype=np.float64).reshape(-1, 1) * 10.0
+KR_Y = np.where(np.random.default_rng(3).random(20) < 0.5, -KR_M, KR_M)
+KR_PARAMS = dict(
+    kernel="rbf",
+    gamma=1.0,
+    alpha=1e-6,
+    y_bound=KR_M,
+    delta=0.0,
+    n_estimators=KR_K,
+    random_state=0,
+)
+
+
+def _kr_labels(nb):
+    y = KR_Y.copy()
+    y[0] = (-KR_M, KR_M)[nb]  # the replaced record's label
+    return y
+
+
+def _kr_models(seed):
+    return [
+        PrivateKernelRidge(
+            epsilon=float(RUNS_SHARDED_RIDGE),
+            max_queries=RUNS_SHARDED_RIDGE,
+            calibration="basic",
+            noise_random_state=seed + nb,
+            **KR_PARAMS,
+        ).fit(KR_X, _kr_labels(nb))
+        for nb in (0, 1)
+    ]
+
+
+def _kr_exact(models):
+    """Output distributions of one query at x_0 (grid units, clipped to +-M)."""
+    engine = models[0]._serving_state_.engine
+    mech = engine.mechanism
+    g, scale = mech.grid_step, mech.units / mech.epsilon_per_query
+    top = int(round(2 * KR_M / g))  # grid units shifted so that -M is 0
+    span = int(math.ceil(60 * scale))
+    offsets = np.arange(-span, span + 1)
+    log_pmf = -np.abs(offsets) / scale
+    log_pmf -= logsumexp(log_pmf)
+    centres = [
+        int(np.rint(m._exact_predictions(KR_X[:1])[0] / g)) + top // 2 for m in models
+    ]
+    return [_clipped_grid_pmf(c, log_pmf, offsets, top) for c in centres], g, top
+
+
+def _kr_audit(seed, broken=False):
+    models = _kr_models(seed)
+    single = PrivateKernelRidge(epsilon=1.0, max_queries=1, **KR_PARAMS).fit(
+        KR_X, _kr_labels(0)
+    )
+    for model in models:
+        assert model.per_query_epsilon_ == single.per_query_epsilon_ == 1.0
+        assert model.sensitivity_ == single.sensitivity_ == 2 * KR_M / KR_K
+        if broken:
+            bad.kernel_ridge_shards_divided_twice(model)
+    gap = np.diff([m._exact_predictions(KR_X[:1])[0] for m in models])[0]
+    assert gap == pytest.approx(2 * KR_M / KR_K, rel=1e-4)  # the bound, attained
+    (p0, p1), g, top = _kr_exact(models)
+    # side 0 has the smaller mean: small outputs are likelier there
+    threshold = top - _upper_threshold_with_most_power(
+        p0[::-1], p1[::-1], 0.0, RUNS_SHARDED_RIDGE
+    )
+
+    def event(values):
+        return np.rint(np.asarray(values) / g) + top // 2 <= threshold
+
+    def mech(nb, n, rng):
+        return models[nb].predict(np.repeat(KR_X[:1], n, axis=0))
+
+    res = audit(mech, event, n_runs=RUNS_SHARDED_RIDGE, rng=seed)
+    return res, exact_epsilon(p0, p1)
+
+
+def test_sharded_kernel_ridge_single_query_audit():
+    res, exact = _kr_audit(900)
+    _record(
+        f"sharded kernel ridge, k={KR_K}, 1 query",
+        "one label -M vs +M",
+        res,
+        1.0,
+        exact,
+    )
+    _assert_private(res, 1.0)
+    assert res.epsilon_lower <= exact <= 1.0
+
+
+def test_bad_sharded_kernel_ridge_divided_twice_is_caught():
+    res, exact = _kr_audit(910, broken=True)
+    _record(
+        f"BAD sharded kernel ridge, Delta/k^2, k={KR_K}",
+        "one label -M vs +M",
+        res,
+        1.0,
+        exact,
+    )
+    assert exact > 1.0
+    assert res.epsilon_lower > 1.0, f"audit missed a leak: {res}"

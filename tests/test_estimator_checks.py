@@ -242,6 +242,22 @@ REGISTRY: list[CheckCase] = [
         PrivateKernelRidge(epsilon=1e4, max_queries=10_000, noise_random_state=0),
         FRESH_NOISE_PER_QUERY,
     ),
+    # Sharded (divide and conquer): three exact shard fits, averaged.
+    CheckCase(
+        PrivateKernelRidge(
+            epsilon=1e4, max_queries=10_000, n_estimators=3, noise_random_state=0
+        ),
+        FRESH_NOISE_PER_QUERY,
+    ),
+    CheckCase(
+        PrivateKernelRidge(
+            release="model",
+            n_components=20,
+            n_estimators=3,
+            random_state=0,
+            noise_random_state=0,
+        )
+    ),
     # The released model: its predictions are deterministic post-processing.
     CheckCase(
         PrivateKernelRidge(
