@@ -241,10 +241,9 @@ def main(argv=None):
         )
         return verdict
 
-    columns = [
+    setting = [
         ("release", "release", "", "l"),
         ("epsilon", "epsilon", "g", "r"),
-        ("rows", "n", ",", "r"),
         ("shards k", "n_estimators_", "", "r"),
         ("alpha", "alpha", "g", "r"),
         (
@@ -253,6 +252,10 @@ def main(argv=None):
             "",
             "r",
         ),
+    ]
+    columns = [
+        *setting,
+        ("rows", "n", ",", "r"),
         ("fit wall s", "fit_seconds", ".1f", "r"),
         ("peak GB (process)", lambda r: r["peak_bytes"] / 1e9, ".2f", "r"),
         ("<= 60 s and 4 GB", fit_cell, "", "l"),
@@ -268,16 +271,7 @@ def main(argv=None):
         ),
     ]
     sweep_columns = [
-        ("release", "release", "", "l"),
-        ("epsilon", "epsilon", "g", "r"),
-        ("shards k", "n_estimators_", "", "r"),
-        ("alpha", "alpha", "g", "r"),
-        (
-            "D",
-            lambda r: r.get("components") if r["release"] == "model" else None,
-            "",
-            "r",
-        ),
+        *setting,
         ("fit wall s", "fit_seconds", ".1f", "r"),
         ("validation R^2 private", "r2_private", ".4f", "r"),
         ("validation R^2 non-private sharded", "r2_nonprivate_sharded", ".4f", "r"),

@@ -40,7 +40,7 @@ from scipy.special import logsumexp
 from sklearn.dummy import DummyRegressor
 
 from dpsklearn import PrivateKernelRidge, PrivatePredictionRegressor
-from dpsklearn.audit import AuditResult, audit, exact_epsilon
+from dpsklearn.audit import audit, exact_epsilon
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
@@ -60,17 +60,7 @@ _TABLE = AuditTable(
 _audit_table = _TABLE.fixture()
 
 
-def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
-    _TABLE.add(
-        mechanism,
-        neighbours,
-        f"{result.n_runs + result.n_selection_runs:,}",
-        f"{claimed:g}",
-        f"{result.epsilon_lower:.3f}",
-        f"{result.epsilon_hat:.3f}",
-        "" if exact is None else f"{exact:.3f}",
-        "LEAK CAUGHT" if result.epsilon_lower > claimed else "ok",
-    )
+_record = _TABLE.record
 
 
 def _query_ids(m):

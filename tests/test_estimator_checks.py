@@ -126,6 +126,14 @@ class KnowledgeTransferRegressorForChecks(KnowledgeTransferRegressor):
         return super().fit(X, y, X_public=X)
 
 
+def _regression_teacher():
+    # The checks seed only the outer random_state, so the teacher's partition
+    # is seeded here (real-valued labels show any change of shards).
+    return PrivatePredictionRegressor(
+        n_estimators=5, max_queries=10_000, random_state=0, noise_random_state=0
+    )
+
+
 # -- the registry -------------------------------------------------------------
 
 REGISTRY: list[CheckCase] = [
@@ -208,29 +216,11 @@ REGISTRY: list[CheckCase] = [
             random_state=0,
         )
     ),
-    # The regression student: sequential, and bootstrap disagreement. The
-    # checks seed only the outer random_state, so the teacher's partition is
-    # seeded here (real-valued labels show any change of shards).
+    # The regression student: sequential, and bootstrap disagreement.
+    CheckCase(KnowledgeTransferRegressorForChecks(_regression_teacher())),
     CheckCase(
         KnowledgeTransferRegressorForChecks(
-            PrivatePredictionRegressor(
-                n_estimators=5,
-                max_queries=10_000,
-                random_state=0,
-                noise_random_state=0,
-            )
-        )
-    ),
-    CheckCase(
-        KnowledgeTransferRegressorForChecks(
-            PrivatePredictionRegressor(
-                n_estimators=5,
-                max_queries=10_000,
-                random_state=0,
-                noise_random_state=0,
-            ),
-            query_strategy="uncertainty",
-            random_state=0,
+            _regression_teacher(), query_strategy="uncertainty", random_state=0
         )
     ),
     # -- PrivateKernelRidge ---------------------------------------------------

@@ -136,11 +136,14 @@ def grid_laplace(
     grid_step = float(grid_step)
     values = np.asarray(values, dtype=np.float64)
     units = grid_units(sensitivity, grid_step, n_coordinates)
+    noise = discrete_laplace(units / epsilon, size=values.shape, rng=rng)
+    return _on_grid_with_noise(values, noise, grid_step, bounds)
+
+
+def _on_grid_with_noise(values, noise_units, grid_step, bounds):
+    """``g * (round(v/g) + noise)``, clipped to ``bounds`` if given."""
     on_grid = np.rint(values / grid_step).astype(np.int64)
-    noisy_units = on_grid + discrete_laplace(
-        units / epsilon, size=values.shape, rng=rng
-    )
-    noisy = noisy_units.astype(np.float64) * grid_step
+    noisy = (on_grid + noise_units).astype(np.float64) * grid_step
     if bounds is not None:
         noisy = np.clip(noisy, bounds[0], bounds[1])
     return noisy
@@ -201,14 +204,9 @@ def grid_discrete_gaussian(
     >>> out.shape, bool(np.all(out * 2**10 == np.rint(out * 2**10)))
     ((2,), True)
     """
-    grid_step = float(grid_step)
     values = np.asarray(values, dtype=np.float64)
-    on_grid = np.rint(values / grid_step).astype(np.int64)
     noise = discrete_gaussian(float(sigma_units), size=values.shape, rng=rng)
-    noisy = (on_grid + noise).astype(np.float64) * grid_step
-    if bounds is not None:
-        noisy = np.clip(noisy, bounds[0], bounds[1])
-    return noisy
+    return _on_grid_with_noise(values, noise, float(grid_step), bounds)
 
 
 @validate_params(
