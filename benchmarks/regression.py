@@ -688,8 +688,9 @@ def render(payload, settings, quick):
         "the same features and all private rows, and the constant prediction "
         "at the public midpoint of the target range. The student is "
         "publishable; PrivatePredictionRegressor's figure is over its "
-        f"answers to the first {N_ANSWERS:,} test rows, or all of them if fewer (the student's "
-        "configuration, `max_queries` = the rows answered), next to the "
+        f"answers to the first {N_ANSWERS:,} test rows, or all of them if "
+        "fewer (the student's configuration, `max_queries` = the rows "
+        "answered), next to the "
         "student's on the same rows. 'calibration' is what "
         '`calibration="auto"` chose for the teacher. The feature maps '
         "(wide, compact) are described in the script's docstring.",
