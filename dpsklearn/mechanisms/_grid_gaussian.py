@@ -211,13 +211,13 @@ def value_release(
     common = {"sensitivity": sensitivity, "bounds": bounds}
     if calibration == "gaussian":
         return GridGaussianRelease.calibrate(epsilon, delta, max_queries, **common)
-    laplace = GridLaplaceRelease.calibrate(
+    by_laplace = GridLaplaceRelease.calibrate(
         epsilon, delta, max_queries, calibration=calibration, **common
     )
     if calibration != "auto" or not delta > 0:
-        return laplace
-    gaussian = GridGaussianRelease.calibrate(epsilon, delta, max_queries, **common)
-    return gaussian if gaussian.noise_std < laplace.noise_std else laplace
+        return by_laplace
+    by_gaussian = GridGaussianRelease.calibrate(epsilon, delta, max_queries, **common)
+    return by_gaussian if by_gaussian.noise_std < by_laplace.noise_std else by_laplace
 
 
 def clipped_mean_release(
