@@ -147,7 +147,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         "gamma": [Interval(Real, 0, 0.5, closed="right")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
         "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [StrOptions({"auto", "paper", "exact", "pure"})],
+        "calibration": [
+            StrOptions({"auto", "laplace", "paper", "exact", "pure", "gaussian"})
+        ],
         "fallback": [StrOptions({"midpoint", "noisy_mean"})],
         "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
         "target_range": ["array-like", None],
@@ -265,6 +267,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             calibration=self.calibration,
             fallback=self.fallback,
             noisy_mean_share=self.noisy_mean_share,
+            max_queries=self.max_queries,
         )
         if self.n_estimators == "auto":
             self._warn_if_nothing_can_pass(n_estimators, mechanism.calibration)

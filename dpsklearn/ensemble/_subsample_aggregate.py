@@ -21,13 +21,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import PublicLabelsMixin, keeps_live_model
 from .._validation import check_abstain_label, output_dtype
 from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
-from ..planning._sparse_vector import auto_n_estimators
+from ..planning._stability_plan import plan_stability_test
 from ..serving import serve
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
 
 __all__ = ["SubsampleAggregateClassifier"]
 
 _FIELDS = {"label": (np.int64, ()), "abstained": (np.bool_, ())}
+#: Queries the planner assumes when ``max_queries`` is None.
+_PLANNED_QUERIES = 1000
 
 
 class SubsampleAggregateClassifier(
@@ -206,8 +208,16 @@ class SubsampleAggregateClassifier(
         **ENSEMBLE_CONSTRAINTS,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [StrOptions({"auto", "paper", "exact", "pure", "rdp", "zcdp"})],
+        "max_unstable": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "calibration": [
+            StrOptions(
+                {"auto", "laplace", "paper", "exact", "pure", "gaussian", "rdp", "zcdp"}
+            )
+        ],
+        "unstable_fraction": [Interval(Real, 0, 1, closed="left")],
         "fallback": [StrOptions({"noisy_max", "abstain"})],
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
         "abstain_label": "no_validation",
@@ -242,6 +252,7 @@ class SubsampleAggregateClassifier(
         mechanism="sparse_vector",
         max_answers=None,
         fused="auto",
+        unstable_fraction=0.05,
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -264,6 +275,7 @@ class SubsampleAggregateClassifier(
         self.mechanism = mechanism
         self.max_answers = max_answers
         self.fused = fused
+        self.unstable_fraction = unstable_fraction
 
     # -- fit -----------------------------------------------------------------
     @keeps_live_model
@@ -324,51 +336,73 @@ class SubsampleAggregateClassifier(
             raise ValueError(
                 f"calibration={self.calibration!r} is for "
                 "mechanism='confident_gnmax'; the sparse vector mechanism takes "
-                "'auto', 'paper', 'exact' or 'pure'."
+                "'auto', 'laplace', 'exact', 'pure', 'paper' or 'gaussian'."
             )
         if self.fallback == "abstain":
             check_abstain_label(self.abstain_label, classes, 'fallback="abstain"')
         if self.on_exhausted == "abstain":
             check_abstain_label(self.abstain_label, classes, 'on_exhausted="abstain"')
         n_estimators = self._resolve_n_estimators(n_samples)
+        max_unstable = self.max_unstable
+        plan = None
+        if self.n_estimators == "auto" or max_unstable == "auto":
+            # The planner (docs/design.rst, "The stability planner"): the
+            # (k, T) expected to answer most of the queries by passing.
+            plan = plan_stability_test(
+                n_samples,
+                self.max_queries or _PLANNED_QUERIES,
+                self.epsilon,
+                self.delta,
+                unstable_fraction=self.unstable_fraction,
+                n_estimators=None if self.n_estimators == "auto" else n_estimators,
+                max_unstable=None if max_unstable == "auto" else max_unstable,
+                min_samples_per_shard=self.min_samples_per_shard,
+                calibration=self.calibration,
+                fallback=self.fallback,
+                noisy_max_share=self.noisy_max_share,
+            )[0]
+            n_estimators, max_unstable = plan.n_estimators, plan.max_unstable
         mechanism = StabilityTest.calibrate(
             self.epsilon,
             self.delta,
-            max_unstable=self.max_unstable,
+            max_unstable=max_unstable,
             calibration=self.calibration,
             fallback=self.fallback,
             noisy_max_share=self.noisy_max_share,
+            max_queries=self.max_queries,
         )
-        if self.n_estimators == "auto":
-            # What the data supports, capped by the k at which a query with
-            # 3/4 teacher agreement passes with probability >= 0.95
-            # (docs/design.rst, "The planner").
-            calibration = mechanism.calibration
-            n_estimators = auto_n_estimators(
-                n_samples,
-                self.min_samples_per_shard,
-                calibration.noise_scale,
-                calibration.threshold,
-            )
-            self._warn_if_nothing_can_pass(n_estimators, calibration)
+        self._warn_if_little_can_pass(n_estimators, mechanism.calibration, plan)
         return mechanism, n_estimators
 
-    def _warn_if_nothing_can_pass(self, n_estimators, calibration):
+    def _warn_if_little_can_pass(self, n_estimators, calibration, plan):
         # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
         # when even that sits below w, a query passes only on a noise excess of
-        # several lam, so essentially nothing is answered by the test.
+        # several noise scales, so essentially nothing is answered by the test.
         best_distance = -(-n_estimators // 2) - 1
-        if best_distance <= calibration.threshold:
-            warnings.warn(
-                f"n_estimators='auto' chose k={n_estimators} teachers (limited "
-                f"by min_samples_per_shard={self.min_samples_per_shard}); even "
-                f"unanimous votes give distance {best_distance}, below the "
-                f"stability threshold w={calibration.threshold:.0f} "
-                f"({calibration.name} calibration, max_unstable="
-                f"{self.max_unstable}), so almost no query can pass the test.",
-                UserWarning,
-                stacklevel=4,
-            )
+        cannot = best_distance <= calibration.threshold
+        low = plan is not None and plan.expected_answered < 0.5
+        if not (cannot or low):
+            return
+        what = (
+            f"even unanimous votes give distance {best_distance}, below the "
+            f"stability threshold w={calibration.threshold:.0f}, so almost no "
+            "query can pass the test"
+            if cannot
+            else f"a query needs {plan.agreement_to_pass:.0%} of the teachers to "
+            f"agree to pass (w={calibration.threshold:.0f}); the planner expects "
+            f"{plan.expected_answered:.0%} of {self.max_queries or _PLANNED_QUERIES}"
+            f" queries answered with unstable_fraction={self.unstable_fraction}"
+        )
+        warnings.warn(
+            f"SubsampleAggregateClassifier with k={n_estimators} teachers "
+            f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
+            f"epsilon={self.epsilon}): {what}. More training rows (or a smaller "
+            "min_samples_per_shard), a larger epsilon or fewer queries help; see "
+            "dpsklearn.planning.plan_stability_test, or use "
+            "PrivatePredictionClassifier or KnowledgeTransferClassifier.",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _confident_gnmax(self, n_samples, classes):
         """Confident-GNMax and the number of teachers (beyond the paper)."""
