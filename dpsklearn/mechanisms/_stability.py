@@ -158,6 +158,7 @@ class _TestMechanism(Mechanism):
             "query_noise_scale_": cal.query_scale,
             "sparse_vector_epsilon_": cal.sparse_vector_epsilon,
             "fallback_epsilon_": self.fallback_epsilon,
+            "max_unstable_": self.max_unstable,
         }
 
 

@@ -232,15 +232,14 @@ def plan_stability_test(
         )
     ]
     best = max(row.expected_answered for row in rows)
-    return sorted(
-        rows,
-        key=lambda r: (
-            r.expected_answered < best - 0.01,
-            r.n_estimators,
-            r.max_unstable,
-            -r.expected_answered,
-        ),
-    )
+
+    def order(row):
+        near_best = row.expected_answered >= best - 0.01
+        if near_best:  # fewer teachers (more rows each), then a smaller T
+            return (0, row.n_estimators, row.max_unstable, -row.expected_answered)
+        return (1, 0, 0, -row.expected_answered)
+
+    return sorted(rows, key=order)
 
 
 def _as_ints(values):
