@@ -33,7 +33,11 @@ from dpsklearn.accounting._optimal_composition import (
 )
 from dpsklearn.mechanisms import calibrate_sparse_vector, sparse_vector_candidates
 from dpsklearn.mechanisms._sparse_vector_routes import _ORDERS, rdp_route_epsilon
-from dpsklearn.mechanisms._sparse_vector_tails import difference_tail
+from dpsklearn.mechanisms._sparse_vector_tails import (
+    difference_log_tail,
+    difference_tail,
+    smallest_tail_index,
+)
 from dpsklearn.planning import plan_stability_test
 from dpsklearn.planning._stability_plan import _expected_answered
 
@@ -99,7 +103,18 @@ def test_two_kind_inverses_are_conservative():
 
 
 # -- the discrete Gaussian tail and the RDP conversion ----------------------------
-@pytest.mark.parametrize("n, s_q, s_t", [(1, 2.0, 1.0), (12, 3.0, 4.0), (40, 7.0, 9.0)])
+@pytest.mark.parametrize(
+    "n, s_q, s_t",
+    [
+        (1, 2.0, 1.0),
+        (12, 3.0, 4.0),
+        (40, 7.0, 9.0),
+        (-5, 3.0, 4.0),  # below zero: the symmetric side
+        (60, 0.6, 9.0),  # a narrow query noise: every slice of the sum is used
+        (60, 9.0, 0.6),
+        (250, 12.0, 15.0),  # far tail, near 1e-30
+    ],
+)
 def test_gaussian_difference_tail_matches_convolution(n, s_q, s_t):
     z = np.arange(-400, 401)
     p_q = np.exp(-(z**2) / (2 * s_q**2))
@@ -110,6 +125,16 @@ def test_gaussian_difference_tail_matches_convolution(n, s_q, s_t):
     got = difference_tail(n, s_q, s_t, "gaussian")
     assert got == pytest.approx(expected, rel=1e-8)
     assert got >= expected
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("guess", [None, 2, 40, 300, 311, 5000])
+def test_smallest_tail_index_does_not_depend_on_the_guess(noise, guess):
+    log_target = math.log(1e-9)
+    n = smallest_tail_index(log_target, 30.0, 25.0, noise, guess=guess)
+    assert n == smallest_tail_index(log_target, 30.0, 25.0, noise)
+    assert difference_log_tail(n, 30.0, 25.0, noise) <= log_target
+    assert difference_log_tail(n - 1, 30.0, 25.0, noise) > log_target
 
 
 def test_rdp_conversion_matches_dp_accounting():
@@ -208,6 +233,15 @@ def test_gaussian_is_inadmissible_without_max_queries():
     assert sparse_vector_candidates(1.0, 1e-5, 10)["gaussian"] is None
     with pytest.raises(ValueError, match="max_queries"):
         calibrate_sparse_vector(1.0, 1e-5, 10, "gaussian")
+
+
+def test_gaussian_without_a_fitting_coefficient_says_why():
+    # log K / (alpha - 1) alone exceeds a tiny budget: no coefficient fits.
+    assert sparse_vector_candidates(0.05, 1e-5, 1000, max_queries=10**6)[
+        "gaussian"
+    ] is None
+    with pytest.raises(ValueError, match="no noise scale"):
+        calibrate_sparse_vector(0.05, 1e-5, 1000, "gaussian", max_queries=10**6)
 
 
 # -- the estimators ------------------------------------------------------------------

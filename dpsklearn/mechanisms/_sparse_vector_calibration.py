@@ -587,6 +587,14 @@ def _calibrate_cached(
     cands = _candidates(epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries)
     if calibration != "auto":
         chosen = cands[calibration]
+        if chosen is None and max_queries is not None:
+            raise ValueError(
+                f"calibration='gaussian' has no noise scale that fits epsilon="
+                f"{epsilon!r}, delta={delta!r} with max_unstable={cutoff} and "
+                f"max_queries={max_queries}: the log(max_queries) term of its "
+                "Renyi bound alone exceeds the budget. Use calibration='auto' "
+                "or 'laplace'."
+            )
         if chosen is None:
             raise ValueError(
                 "calibration='gaussian' needs max_queries (the most queries one "

@@ -250,10 +250,12 @@ def gaussian_route(epsilon, delta, cutoff, share, max_queries, fallback_kind):
         return None
     ranked.sort()
     best = None
-    for _, fraction, ratio, c, delta_sv in ranked[:4]:
+    for approximate, fraction, ratio, c, delta_sv in ranked[:4]:
         s_q, s_t = _gaussian_sigmas(c, ratio)
         log_target = math.log((delta - delta_sv) / cutoff)
-        n = smallest_tail_index(log_target, s_q, s_t, "gaussian")
+        n = smallest_tail_index(
+            log_target, s_q, s_t, "gaussian", guess=int(approximate) + 1
+        )
         if best is None or (n, -fraction) < best[0]:
             best = ((n, -fraction), c, delta_sv, s_q, s_t)
     (n, _), c, delta_sv, s_q, s_t = best

@@ -113,13 +113,14 @@ _GAUSSIAN_WIDTH = 14.0
 
 @functools.lru_cache(maxsize=64)
 def _gaussian_table(sigma):
-    """``(radius, pmf, survival, outside)`` of a discrete Gaussian of scale sigma.
+    """``(radius, pmf, survival, outside, reversed)`` of a discrete Gaussian.
 
     ``pmf[i]`` is ``P(Z = i - radius)`` with the normaliser summed over the
     kept support (a lower bound on the true normaliser, so every kept
     probability is over-estimated); ``survival[i] = P(Z >= i - radius)`` as
     a reverse cumulative sum (small terms first); ``outside`` bounds the
-    true mass of ``|Z| > radius``.
+    true mass of ``|Z| > radius``; ``reversed`` is ``survival[::-1]`` kept
+    contiguous for the dot products of :func:`_gaussian_tail`.
     """
     radius = int(math.ceil(_GAUSSIAN_WIDTH * sigma)) + 2
     z = np.arange(-radius, radius + 1, dtype=np.float64)
@@ -135,23 +136,36 @@ def _gaussian_table(sigma):
         / -math.expm1(-r / (sigma * sigma))
         / weights.sum()
     )
-    return radius, pmf, survival, outside
+    return radius, pmf, survival, outside, np.ascontiguousarray(survival[::-1])
 
 
 def _gaussian_tail(n, query_sigma, threshold_sigma):
-    """Upper bound on P(D >= n), D = N_Z(0, s_q^2) + N_Z(0, s_t^2), any integer n."""
-    r_q, _, survival_q, outside_q = _gaussian_table(query_sigma)
-    r_t, pmf_t, _, outside_t = _gaussian_table(threshold_sigma)
-    # P(Z_q >= n - t) for each kept threshold value t: index (n - t) + r_q.
-    t = np.arange(-r_t, r_t + 1)
-    index = n - t + r_q
-    tail_q = np.where(
-        index <= 0,
-        1.0,
-        survival_q[np.clip(index, 0, survival_q.size - 1)],
-    )
-    tail_q = np.where(index >= survival_q.size, 0.0, tail_q) + outside_q
-    total = float(np.dot(pmf_t, np.minimum(tail_q, 1.0))) + outside_t
+    """Upper bound on P(D >= n), D = N_Z(0, s_q^2) + N_Z(0, s_t^2), any integer n.
+
+    ``sum_t P(Z_t = t) P(Z_q >= n - t)`` over the kept threshold values, in
+    three slices of ``j = t + r_t`` (no per-call arrays beyond the overlap):
+    where ``n - t <= -r_q`` the query tail is 1 (a survival sum of the
+    threshold noise, small terms first); where ``n - t > r_q`` it is at most
+    the query noise's outside mass; in between it is the kept survival plus
+    that outside mass. The threshold noise's own outside mass is added last.
+    """
+    r_q, _, _, outside_q, reversed_q = _gaussian_table(query_sigma)
+    r_t, pmf_t, survival_t, outside_t, _ = _gaussian_table(threshold_sigma)
+    size_t = pmf_t.size
+    first_one = n + r_q + r_t  # first j whose query tail is 1
+    first_kept = n - r_q + r_t  # first j whose query index n - t + r_q < 2 r_q + 1
+    total = outside_t
+    if first_one < size_t:
+        total += float(survival_t[max(first_one, 0)])
+    if first_kept > 0:  # threshold values whose query tail is only outside mass
+        total += outside_q
+    lo, hi = max(first_kept, 0), min(first_one, size_t)
+    if lo < hi:
+        # query index first_one - j runs from first_one - lo down to
+        # first_one - hi + 1: in the reversed survival, size - 1 - index.
+        shift = reversed_q.size - 1 - first_one
+        tail_q = reversed_q[shift + lo : shift + hi]
+        total += float(np.dot(pmf_t[lo:hi], np.minimum(tail_q + outside_q, 1.0)))
     return min(1.0, total)
 
 
@@ -211,12 +225,17 @@ def difference_log_tail(n, query_scale, threshold_scale, noise="laplace"):
     return math.log(p) if p > 0 else -math.inf
 
 
-def smallest_tail_index(log_target, query_scale, threshold_scale, noise="laplace"):
+def smallest_tail_index(
+    log_target, query_scale, threshold_scale, noise="laplace", guess=None
+):
     """Smallest integer ``n >= 1`` with ``log P(D >= n) <= log_target``.
 
-    The tail decreases in ``n``: a doubling search, then bisection on the
-    integers. The sparse vector threshold is ``w = n - 1`` (a query of
-    distance 0 passes when ``D > w``, i.e. ``D >= n``).
+    The tail decreases in ``n``: a doubling search (from ``guess`` when one
+    is given, in steps of about 1/64 of it, so a close guess such as the
+    normal approximation costs a few evaluations), then bisection on the
+    integers. The result does not depend on ``guess``. The sparse vector
+    threshold is ``w = n - 1`` (a query of distance 0 passes when ``D > w``,
+    i.e. ``D >= n``).
 
     Examples
     --------
@@ -233,10 +252,22 @@ def smallest_tail_index(log_target, query_scale, threshold_scale, noise="laplace
     def ok(n):
         return difference_log_tail(n, query_scale, threshold_scale, noise) <= log_target
 
-    hi = 1
-    while not ok(hi):
-        hi *= 2
-    lo = hi // 2  # not ok (or 0)
+    if guess is None or int(guess) < 2:
+        hi = 1
+        while not ok(hi):
+            hi *= 2
+        lo = hi // 2  # not ok (or 0)
+    else:
+        step = max(1, int(guess) // 64)
+        lo = hi = int(guess)
+        if ok(hi):  # walk down until a failing lo (or 0)
+            while lo > 0 and ok(lo):
+                hi, lo = lo, max(0, lo - step)
+                step *= 2
+        else:  # walk up until a passing hi
+            while not ok(hi):
+                lo, hi = hi, hi + step
+                step *= 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
@@ -270,7 +301,7 @@ def noise_survival(n, scale, noise):
     """
     n = np.asarray(n, dtype=np.float64)
     if noise == "gaussian":
-        radius, _, survival, _ = _gaussian_table(float(scale))
+        radius, _, survival, _, _ = _gaussian_table(float(scale))
         index = np.clip(n + radius, 0, survival.size)
         padded = np.append(survival, 0.0)
         return padded[index.astype(np.int64)]
@@ -285,7 +316,7 @@ def noise_quantiles(scale, noise, n_nodes):
     """Mid-point quantiles of the noise: a quadrature of ``n_nodes`` equal weights."""
     u = (np.arange(n_nodes) + 0.5) / n_nodes
     if noise == "gaussian":
-        radius, pmf, _, _ = _gaussian_table(float(scale))
+        radius, pmf, _, _, _ = _gaussian_table(float(scale))
         cdf = np.cumsum(pmf)
         return np.searchsorted(cdf, u).astype(np.float64) - radius
     log_b = -1.0 / scale
