@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from ._composition import _kov_log_delta
+from ._composition import _kov_log_delta, largest_within
 
 __all__ = [
     "two_kind_log_delta",
@@ -178,15 +178,4 @@ def largest_two_kind_scale(epsilon, delta, k_a, k_b, ratio):
     def ok(eps_a):
         return two_kind_log_delta(eps_a, k_a, ratio * eps_a, k_b, epsilon) <= log_target
 
-    hi = 2.0 * lo
-    while ok(hi):
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * lo:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_within(ok, lo)

@@ -308,6 +308,34 @@ def _pure(epsilon, delta, cutoff):
 _PAPER_BUILDERS = {"paper": _paper, "exact": _exact, "pure": _pure}
 
 
+def _from_route(name, route, per_instance, composition, common):
+    """A full-strength calibration from its route's parameters.
+
+    Each instance has one fallback slot when there is a paid fallback; the
+    tail is that of the route's two noises at ``w + 1``.
+    """
+    return SparseVectorCalibration(
+        **{**common, "n_fallbacks": common["cutoff"] if common["n_fallbacks"] else 0},
+        name=name,
+        noise=name,
+        threshold_scale=route["threshold_scale"],
+        query_scale=route["query_scale"],
+        threshold=route["threshold"],
+        sparse_vector_delta=route["sparse_vector_delta"],
+        tail_probability=float(
+            difference_tail(
+                int(route["threshold"]) + 1,
+                route["query_scale"],
+                route["threshold_scale"],
+                name,
+            )
+        ),
+        composition=composition,
+        per_instance=per_instance,
+        fallback_epsilon=route["fallback_epsilon"],
+    )
+
+
 def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
     """One calibration, admissible or not; None where it cannot be built."""
     common = dict(
@@ -328,23 +356,7 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         # One fallback slot per instance (``docs/design.rst``, "Joint
         # composition of the test and its fallback").
         route = laplace_route(epsilon, delta, cutoff, share if n_fallbacks else 0.0)
-        cal = SparseVectorCalibration(
-            **{**common, "n_fallbacks": cutoff if n_fallbacks else 0},
-            name="laplace",
-            noise="laplace",
-            threshold_scale=route["threshold_scale"],
-            query_scale=route["query_scale"],
-            threshold=route["threshold"],
-            sparse_vector_delta=route["sparse_vector_delta"],
-            tail_probability=difference_tail(
-                int(route["threshold"]) + 1,
-                route["query_scale"],
-                route["threshold_scale"],
-            ),
-            composition="joint",
-            per_instance=route["eps0"],
-            fallback_epsilon=route["fallback_epsilon"],
-        )
+        cal = _from_route("laplace", route, route["eps0"], "joint", common)
     else:  # gaussian
         if max_queries is None:
             return None
@@ -353,26 +365,7 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         )
         if route is None:
             return None
-        cal = SparseVectorCalibration(
-            **{**common, "n_fallbacks": cutoff if n_fallbacks else 0},
-            name="gaussian",
-            noise="gaussian",
-            threshold_scale=route["threshold_scale"],
-            query_scale=route["query_scale"],
-            threshold=route["threshold"],
-            sparse_vector_delta=route["sparse_vector_delta"],
-            tail_probability=float(
-                difference_tail(
-                    int(route["threshold"]) + 1,
-                    route["query_scale"],
-                    route["threshold_scale"],
-                    "gaussian",
-                )
-            ),
-            composition="rdp",
-            per_instance=route["coefficient"],
-            fallback_epsilon=route["fallback_epsilon"],
-        )
+        cal = _from_route("gaussian", route, route["coefficient"], "rdp", common)
     composed = _composed(cal, cal.cutoff, cal.n_fallbacks)
     if cal.composition == "drv":
         # paper is admissible only where its own theorem (advanced
