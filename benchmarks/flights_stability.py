@@ -704,7 +704,7 @@ def report(p):
                 ("answered", "answered", ".3f", "r"),
                 ("MAE private (answered)", "mae_private", ".3f", "r"),
                 ("MAE teachers (answered)", "mae_teachers_answered", ".3f", "r"),
-                ("|private - teachers|", "distance_to_teachers_soft_label", ".3f", "r"),
+                ("private to teachers", "distance_to_teachers_soft_label", ".3f", "r"),
                 ("MAE teachers (all)", "mae_teachers_soft_label", ".3f", "r"),
                 ("MAE constant (all)", "mae_constant", ".3f", "r"),
                 ("MAE full model (all)", "mae_full_model", ".3f", "r"),
