@@ -19,6 +19,7 @@ from ._continuous import (
 )
 from ._discrete import (
     DiscreteLaplaceStream,
+    DiscreteNoiseStream,
     discrete_gaussian,
     discrete_laplace,
     truncated_geometric,
@@ -36,6 +37,7 @@ from ._selection import exponential_mechanism, project_to_simplex
 
 __all__ = [
     "DiscreteLaplaceStream",
+    "DiscreteNoiseStream",
     "NoiseSource",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",

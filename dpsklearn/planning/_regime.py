@@ -247,9 +247,11 @@ def predict_regime(
     >>> for row in rows:
     ...     print(row["mechanism"], row["calibration"], round(row["answered"], 2),
     ...           round(row["accuracy_answered"], 3))
+    sparse_vector laplace 0.0 1.0
     sparse_vector pure 0.0 1.0
     sparse_vector exact 0.0 1.0
     sparse_vector paper 0.0 1.0
+    sparse_vector gaussian 0.0 1.0
     private_prediction basic 1.0 0.622
     private_prediction zcdp 1.0 0.998
     private_prediction rdp 1.0 1.0
@@ -257,7 +259,7 @@ def predict_regime(
     gnmax rdp 1.0 1.0
 
     Unanimous votes of 1,000 teachers: the stability test needs a distance
-    above its threshold (about 2,600 votes at ``T = 100``), so it answers
+    above its threshold (about 2,100 votes at ``T = 100``), so it answers
     nothing; the per-query mechanisms answer nearly everything.
     """
     epsilon, delta = float(epsilon), float(delta)
@@ -341,7 +343,8 @@ def predict_regime(
         )
 
     if "sparse_vector" in mechanisms:
-        for name, cal in sparse_vector_candidates(epsilon, delta, cutoff).items():
+        candidates = sparse_vector_candidates(epsilon, delta, cutoff, max_queries=m)
+        for name, cal in candidates.items():
             if cal is None:
                 add("sparse_vector", name, None, None, max_unstable=cutoff)
                 continue
@@ -356,6 +359,7 @@ def predict_regime(
                 max_unstable=cutoff,
                 threshold=cal.threshold,
                 noise_scale=cal.noise_scale,
+                query_noise_scale=cal.query_scale,
             )
     if "private_prediction" in mechanisms:
         for name in _PER_QUERY_CALIBRATIONS:
