@@ -76,16 +76,19 @@ def best_adaptive(eps0, epsilon, k, n_grid, seed=0):
     # Nelder-Mead from the best points.
     for _ in range(n_grid**2):
         point = rng.choice(ts, size=len(histories))
-        value = hockey_stick(dict(zip(histories, point)), eps0, epsilon, k)
+        value = hockey_stick(dict(zip(histories, point, strict=True)), eps0, epsilon, k)
         if value > best_value:
             best_value, best_point = value, point
 
     def negative(point):
         point = np.clip(point, 0.0, eps0)
-        return -hockey_stick(dict(zip(histories, point)), eps0, epsilon, k)
+        return -hockey_stick(dict(zip(histories, point, strict=True)), eps0, epsilon, k)
 
     result = optimize.minimize(
-        negative, best_point, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-14}
+        negative,
+        best_point,
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-14},
     )
     return max(best_value, -result.fun)
 
@@ -133,7 +136,9 @@ def test_many_rounds_above_the_lattice_game(eps0, k, epsilon):
     assert best_non_adaptive(eps0, epsilon, k) <= lower
 
 
-@pytest.mark.parametrize("eps0, epsilon", [(1.0, 0.0), (1.0, 0.5), (0.3, 0.1), (2.0, 1.5)])
+@pytest.mark.parametrize(
+    "eps0, epsilon", [(1.0, 0.0), (1.0, 0.5), (0.3, 0.1), (2.0, 1.5)]
+)
 def test_one_round_closed_form(eps0, epsilon):
     # One round: delta = max_t p(t) (1 - e^(epsilon - t))_+ (the second
     # outcome has loss t - eps0 <= 0 <= epsilon).
@@ -186,13 +191,21 @@ def test_exponential_mechanism_per_query_epsilon_target():
 
 @pytest.mark.parametrize(
     "epsilon, delta, k",
-    [(1.0, 1e-5, 1), (1.0, 1e-5, 10), (0.5, 1e-6, 50), (2.0, 1e-3, 100), (4.0, 1e-8, 300)],
+    [
+        (1.0, 1e-5, 1),
+        (1.0, 1e-5, 10),
+        (0.5, 1e-6, 50),
+        (2.0, 1e-3, 100),
+        (4.0, 1e-8, 300),
+    ],
 )
 def test_max_epsilon0_is_certified_and_never_looser_than_rdp(epsilon, delta, k):
     eps0 = bounded_range_max_epsilon0(epsilon, delta, k)
     assert _game(eps0, k, epsilon, 8, delta) <= delta
     # Nothing much left on the table: 0.1 % more is refused.
-    assert _game(eps0 * 1.001, k, epsilon, 8, delta) > delta or k * eps0 * 1.001 <= epsilon
+    assert (
+        _game(eps0 * 1.001, k, epsilon, 8, delta) > delta or k * eps0 * 1.001 <= epsilon
+    )
     rdp, _ = per_release_epsilon(epsilon, delta, k, calibration="rdp")
     kov, _ = per_release_epsilon(epsilon, delta, k, calibration="kov")
     assert eps0 >= rdp
@@ -211,4 +224,6 @@ def test_validation_and_edges():
     with pytest.raises(ValueError, match="delta"):
         bounded_range_max_epsilon0(1.0, 1.0, 10)
     with pytest.raises(ValueError, match="calibration='bounded_range'"):
-        per_release_epsilon(1.0, 1e-5, 10, release="laplace", calibration="bounded_range")
+        per_release_epsilon(
+            1.0, 1e-5, 10, release="laplace", calibration="bounded_range"
+        )

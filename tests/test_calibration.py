@@ -490,7 +490,9 @@ def test_per_query_auto_is_best_and_zcdp_composes(release):
         )
         tight = [basic, zcdp, rdp, kov]
         if release == "exponential" and m <= 100:
-            exact, _ = per_release_epsilon(epsilon, delta, m, calibration="bounded_range")
+            exact, _ = per_release_epsilon(
+                epsilon, delta, m, calibration="bounded_range"
+            )
             # The exact game is never looser than the Renyi reading of the
             # same releases, nor than their pure-DP optimum.
             assert exact >= rdp and exact >= kov * (1 - 1e-3)

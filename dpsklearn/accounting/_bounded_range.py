@@ -1,4 +1,4 @@
-"""Exact adaptive composition of bounded-range mechanisms (Dong, Durfee and Rogers 2020).
+"""Exact adaptive composition of bounded-range mechanisms (Dong, Durfee, Rogers 2020).
 
 An ``eps0``-bounded-range (BR) mechanism, such as the exponential mechanism
 at ``eps0``, has a privacy loss whose range on every pair of neighbours is
@@ -12,7 +12,8 @@ round from what it has seen, and the tight ``delta`` at a target
 (Dong, Durfee and Rogers 2020, section 6):
 
     V_0(x) = (1 - e^(epsilon - x))_+,
-    V_j(x) = sup_{t in [0, eps0]} p(t) V_{j-1}(x + t) + (1 - p(t)) V_{j-1}(x + t - eps0),
+    V_j(x) = sup_{0 <= t <= eps0} p(t) V_{j-1}(x + t)
+                                  + (1 - p(t)) V_{j-1}(x + t - eps0),
     delta  = V_k(0).
 
 One ``t`` for every round (their non-adaptive formula), or a privacy loss
@@ -82,8 +83,11 @@ def _grid_range(eps0, k, epsilon, grid, log_tail):
     h = eps0 / grid
     spread = math.sqrt(k * eps0 * eps0 * log_tail / 2.0)
     rho = k * eps0 * eps0 / 8.0
-    low = max(-spread, -k * eps0, min(epsilon - rho - math.sqrt(4.0 * rho * log_tail),
-                                      epsilon - k * eps0))
+    low = max(
+        -spread,
+        -k * eps0,
+        min(epsilon - rho - math.sqrt(4.0 * rho * log_tail), epsilon - k * eps0),
+    )
     high = min(rho + spread, k * eps0)
     i_min = math.floor(low / h) - grid - 1
     i_max = max(math.ceil(high / h), math.ceil(epsilon / h)) + grid + 1
@@ -270,7 +274,9 @@ def bounded_range_delta(eps0, k, epsilon, *, grid=DEFAULT_GRID):
     prefer_skip_nested_validation=True,
 )
 def bounded_range_max_epsilon0(epsilon, delta, k, *, grid=DEFAULT_GRID, rtol=5e-4):
-    """The largest ``eps0`` whose ``k`` adaptive bounded-range releases are (epsilon, delta)-DP.
+    """The largest ``eps0`` whose ``k`` adaptive bounded-range releases fit a budget.
+
+    ``k`` releases at the returned ``eps0`` are ``(epsilon, delta)``-DP.
 
     Inverts :func:`bounded_range_delta` in ``eps0`` (Newton and secant
     steps on ``log delta``, a few evaluations), from the safe side: the returned

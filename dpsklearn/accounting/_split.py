@@ -362,7 +362,7 @@ def max_events(event, epsilon, delta=0.0, composition="basic", *, limit=10**9):
 
 
 def per_release_spent(units, epsilon_per_release, epsilon, delta, release, calibration):
-    """``(epsilon, delta)`` of the first ``units`` of ``m`` releases split by a calibration.
+    """``(epsilon, delta)`` of the first ``units`` of ``m`` releases of a split.
 
     What a model whose ``(epsilon, delta)`` was split with
     :func:`per_release_epsilon` has spent after ``units`` releases, for

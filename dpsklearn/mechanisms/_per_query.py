@@ -208,9 +208,8 @@ class SoftMajority(_PerQuery):
             return self._basic_events(label)
         # zcdp, rdp: a probability row is 4 units of eps_q^2/8 = its eps_q^2/2;
         # bounded_range: it is pure eps_q/2, also eps_q^2/8 (and eps_q-BR).
-        return [
-            BoundedRangeEvent(self.epsilon_per_query, count=self.max_queries, label=label)
-        ]
+        eps_q, m = self.epsilon_per_query, self.max_queries
+        return [BoundedRangeEvent(eps_q, count=m, label=label)]
 
     @property
     def proba_cost(self):
