@@ -18,6 +18,7 @@ uniform mixture of mechanisms is no worse than the worst of them).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -105,6 +106,17 @@ def curve_of_events(events):
     return _curve(fit_dp_event(events))
 
 
+def _signature(events):
+    """A hashable key of what typed events spend (labels and times dropped)."""
+    return tuple((e.unit(), e.count) for e in events if e.count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_and_curve(signature):
+    event = fit_dp_event([unit.with_count(count) for unit, count in signature])
+    return event, _curve(event)
+
+
 def worst_candidate_event(candidate_events):
     """A ``dp_accounting`` event whose curve bounds every candidate's.
 
@@ -113,15 +125,16 @@ def worst_candidate_event(candidate_events):
     candidates whose curves are not below another's, whose sum bounds their
     maximum.
     """
-    # Candidates usually spend the same events: compute each curve once.
-    distinct = {}
-    for found in candidate_events:
-        key = tuple((e.unit(), e.count) for e in found if e.count)
-        if key not in distinct:
-            event = fit_dp_event(found)
-            distinct[key] = (event, _curve(event))
-    events = [event for event, _ in distinct.values()]
-    curves = [curve for _, curve in distinct.values()]
+    return _worst(frozenset(_signature(found) for found in candidate_events))
+
+
+@functools.lru_cache(maxsize=1024)
+def _worst(signatures):
+    # Candidates usually spend the same events: each curve is computed once
+    # (and memoised: searches refit with the same budgets).
+    pairs = [_event_and_curve(signature) for signature in sorted(signatures, key=repr)]
+    events = [event for event, _ in pairs]
+    curves = [curve for _, curve in pairs]
     for event, curve in zip(events, curves, strict=True):
         if all(np.all(curve >= other * (1 - 1e-12)) for other in curves):
             return event
@@ -134,6 +147,44 @@ def worst_candidate_event(candidate_events):
         )
     ]
     return dp_accounting().ComposedDpEvent(kept)
+
+
+def _total(candidate_event, score_sigma, mean_runs, shape, delta):
+    accountant = _rdp_accountant()
+    accountant.compose(
+        RepeatedSelection.selection_event(
+            candidate_event, score_sigma, mean_runs, shape
+        )
+    )
+    return float(accountant.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _total_of_candidates(signatures, score_sigma, mean_runs, shape, delta):
+    """The total for candidates spending ``signatures`` (memoised: refits repeat it)."""
+    event = _worst(signatures)
+    return _total(event, score_sigma, mean_runs, shape, delta), event
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_run_rho(epsilon, delta, mean_runs, shape):
+    """The largest ``rho`` of a run whose repetition fits ``(epsilon, delta)``."""
+    dpa = dp_accounting()
+
+    def fits(rho):
+        accountant = _rdp_accountant()
+        accountant.compose(
+            dpa.dp_event.RepeatAndSelectDpEvent(dpa.ZCDpEvent(rho), mean_runs, shape)
+        )
+        return accountant.get_epsilon(delta) <= epsilon
+
+    lo, hi = 1e-12, 1.0
+    while fits(hi):
+        lo, hi = hi, hi * 4.0
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 class RepeatedSelection(Mechanism):
@@ -195,14 +246,10 @@ class RepeatedSelection(Mechanism):
     @classmethod
     def total(cls, candidate_event, score_sigma, mean_runs, shape, delta):
         """The selection's epsilon at ``delta`` (Renyi accountant, replace-one)."""
-        accountant = _rdp_accountant()
-        accountant.compose(
-            cls.selection_event(candidate_event, score_sigma, mean_runs, shape)
-        )
-        return float(accountant.get_epsilon(delta))
+        return _total(candidate_event, score_sigma, mean_runs, shape, delta)
 
-    @classmethod
-    def default_score_sigma(cls, epsilon, delta, *, mean_runs, runs, n_validation):
+    @staticmethod
+    def default_score_sigma(epsilon, delta, *, mean_runs, runs, n_validation):
         """Score noise taking at most a tenth of a run's zCDP budget, or more noise.
 
         ``max(n_validation / 200, 1 / sqrt(2 rho_s))`` with ``rho_s`` a tenth
@@ -211,24 +258,8 @@ class RepeatedSelection(Mechanism):
         leaves nine tenths of the run's budget to the fit.
         """
         shape = float(RUN_DISTRIBUTIONS.get(runs, runs))
-        dpa = dp_accounting()
-
-        def fits(rho):
-            accountant = _rdp_accountant()
-            accountant.compose(
-                dpa.dp_event.RepeatAndSelectDpEvent(
-                    dpa.ZCDpEvent(rho), mean_runs, shape
-                )
-            )
-            return accountant.get_epsilon(delta) <= epsilon
-
-        lo, hi = 1e-12, 1.0
-        while fits(hi):
-            lo, hi = hi, hi * 4.0
-        while hi / lo > 1.01:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return max(n_validation / 200.0, 1.0 / math.sqrt(2.0 * 0.1 * lo))
+        rho = _largest_run_rho(float(epsilon), float(delta), float(mean_runs), shape)
+        return max(n_validation / 200.0, 1.0 / math.sqrt(2.0 * 0.1 * rho))
 
     @classmethod
     def calibrate(
@@ -256,8 +287,10 @@ class RepeatedSelection(Mechanism):
         shape = float(shape)
 
         def total_at(eps_c):
-            event = worst_candidate_event(events_at(eps_c))
-            return cls.total(event, score_sigma, mean_runs, shape, delta), event
+            signatures = frozenset(_signature(found) for found in events_at(eps_c))
+            return _total_of_candidates(
+                signatures, float(score_sigma), float(mean_runs), shape, float(delta)
+            )
 
         lo, hi = epsilon * 1e-4, epsilon
         value, event = total_at(lo)
@@ -296,6 +329,22 @@ class RepeatedSelection(Mechanism):
         return repeated_candidates(
             n_candidates, self.shape, self.runs_parameter, rng=noise[0]
         )
+
+    def select(self, n_candidates, run, noise):
+        """Run the secret runs; return the best ``(noisy count, index, result)``.
+
+        ``run(index)`` fits candidate ``index`` and returns ``(count,
+        result)``: its count of correct validation rows (sensitivity 1) and
+        what to release if it wins. The first run with the highest noisy
+        count wins. Returns None when no run was drawn (Poisson only).
+        """
+        best = None
+        for index in self.draw_runs(n_candidates, noise):
+            count, result = run(int(index))
+            score = self.noisy_count(count, noise)
+            if best is None or score > best[0]:
+                best = (score, int(index), result)
+        return best
 
     def noisy_count(self, count, noise):
         """Score counts (int or array), each released with ``N_Z(0, score_sigma^2)``."""

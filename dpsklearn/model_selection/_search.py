@@ -432,8 +432,9 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         n_validation = int(round(self.validation_fraction * n_samples))
         if n_validation < 1 or n_samples - n_validation < 1:
             raise ValueError(
-                f"validation_fraction={self.validation_fraction} of {n_samples} rows "
-                "leaves no training or no validation rows."
+                f"validation_fraction={self.validation_fraction} of "
+                f"n_samples={n_samples} rows leaves no training or no validation "
+                "rows."
             )
         order = check_random_state(self.random_state).permutation(n_samples)
         train, validation = order[n_validation:], order[:n_validation]
@@ -484,14 +485,7 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         accountant.spend_events(events)  # the whole search, before any fit
         state, noise = self._start_serving(mechanism, accountant, released=True)
 
-        runs = mechanism.draw_runs(len(grid), noise)
-        if runs.size == 0:
-            raise RuntimeError(
-                "the search drew no run (probability exp(-mean_runs) under "
-                "runs='poisson'): nothing was fitted, and the budget is spent."
-            )
-        best = None
-        for index in runs:
+        def run(index):
             budget = CandidateBudget(eps_c, self.delta, allowed[index])
             candidate = self._configured(grid[index], paths, eps_c, budget)
             with warnings.catch_warnings():
@@ -499,13 +493,16 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
                 candidate.fit(X_train, y_train, **fit_params)
                 predictions = candidate.predict(X_validation)
             if classifier:
-                count = np.sum(predictions == y_validation)
-            else:
-                errors = np.abs(np.asarray(predictions, dtype=float) - y_validation)
-                count = np.sum(errors <= self.tolerance)
-            noisy = mechanism.noisy_count(count, noise)
-            if best is None or noisy > best[0]:
-                best = (noisy, int(index), candidate)
+                return int(np.sum(predictions == y_validation)), candidate
+            errors = np.abs(np.asarray(predictions, dtype=float) - y_validation)
+            return int(np.sum(errors <= self.tolerance)), candidate
+
+        best = mechanism.select(len(grid), run, noise)
+        if best is None:
+            raise RuntimeError(
+                "the search drew no run (probability exp(-mean_runs) under "
+                "runs='poisson'): nothing was fitted, and the budget is spent."
+            )
         noisy, best_index, best_estimator = best
         best_score = noisy / n_validation
 
