@@ -227,3 +227,47 @@ def test_validation_and_edges():
         per_release_epsilon(
             1.0, 1e-5, 10, release="laplace", calibration="bounded_range"
         )
+
+
+# -- what the per-query estimators do with the new splits ---------------------
+
+
+def test_soft_majority_under_bounded_range_releases_probability_rows_at_half():
+    from dpsklearn.accounting import BoundedRangeEvent
+    from dpsklearn.mechanisms import SoftMajority
+
+    mech = SoftMajority.calibrate(
+        1.0, 1e-5, max_queries=100, n_teachers=20, n_classes=2
+    )
+    assert mech.calibration_name == "bounded_range"
+    # A probability row is pure eps_q/2: privacy loss in [-eps_q/2, eps_q/2],
+    # a range of eps_q, so one bounded-range unit.
+    assert mech.proba_cost == 1
+    assert mech.proba_epsilon == mech.epsilon_per_query / 2
+    rdp = SoftMajority.calibrate(
+        1.0, 1e-5, max_queries=100, n_teachers=20, n_classes=2, calibration="rdp"
+    )
+    assert (rdp.proba_cost, rdp.proba_epsilon) == (4, rdp.epsilon_per_query)
+    # An accountant composing Renyi curves is offered the m releases first;
+    # any other gets the whole (epsilon, delta).
+    curve, whole = mech.event_options("x", "rdp")
+    assert curve == [BoundedRangeEvent(mech.epsilon_per_query, count=100)]
+    assert [type(e).__name__ for e in whole] == ["ApproximateEvent"]
+    assert mech.event_options("x", "basic") == [whole]
+
+
+def test_spent_after_some_releases_is_within_the_certified_total():
+    from dpsklearn.accounting._split import per_release_spent
+
+    eps_q, _ = per_release_epsilon(1.0, 1e-5, 100)
+    spent = [
+        per_release_spent(u, eps_q, 1.0, 1e-5, "exponential", "bounded_range")
+        for u in (0, 10, 50, 100)
+    ]
+    assert spent[0] == (0.0, 0.0)
+    assert all(e <= 1.0 and d == 1e-5 for e, d in spent[1:])
+    assert spent[1][0] < spent[2][0] <= spent[3][0] == 1.0
+    kov, _ = per_release_epsilon(1.0, 1e-5, 100, release="laplace", calibration="kov")
+    after = per_release_spent(100, kov, 1.0, 1e-5, "laplace", "kov")
+    assert after[0] == pytest.approx(1.0, rel=1e-6) and after[1] == 1e-5
+    assert per_release_spent(40, kov, 1.0, 1e-5, "laplace", "kov")[0] < 1.0

@@ -106,6 +106,27 @@ def _best_has(method):
     return check
 
 
+def _released(method, what):
+    """A method of the released model, available when it has one (free)."""
+
+    def call(self, X):
+        return getattr(self._fitted_best(), method)(self._check(X))
+
+    call.__name__ = method
+    call.__doc__ = f"""The released model's {what} for ``X`` (free: it is published).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        values : ndarray
+            What ``best_estimator_.{method}`` returns.
+        """
+    return available_if(_best_has(method))(call)
+
+
 class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
     """Choose a private estimator's configuration privately, and publish it.
 
@@ -570,47 +591,9 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         """
         return self._fitted_best().predict(self._check(X))
 
-    @available_if(_best_has("predict_proba"))
-    def predict_proba(self, X):
-        """The released model's class probabilities (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_queries, n_classes)
-        """
-        return self._fitted_best().predict_proba(self._check(X))
-
-    @available_if(_best_has("predict_log_proba"))
-    def predict_log_proba(self, X):
-        """The released model's log-probabilities (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_queries, n_classes)
-        """
-        return self._fitted_best().predict_log_proba(self._check(X))
-
-    @available_if(_best_has("decision_function"))
-    def decision_function(self, X):
-        """The released model's decision function (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        scores : ndarray
-        """
-        return self._fitted_best().decision_function(self._check(X))
+    predict_proba = _released("predict_proba", "class probabilities")
+    predict_log_proba = _released("predict_log_proba", "class log-probabilities")
+    decision_function = _released("decision_function", "decision function")
 
     def score(self, X, y, sample_weight=None):
         """The released model's ``score`` on ``(X, y)``.
