@@ -33,6 +33,10 @@ that the audit has teeth.
   what the calibration certified): each released row is then
   ``4/sigma^2``-zCDP, four times the claim. Audited in
   ``tests/test_audit_estimators.py``.
+* :func:`selection_scoring_without_noise` -- a private search
+  (:class:`~dpsklearn.mechanisms.RepeatedSelection`) that compares and
+  releases the candidates' exact validation counts. Audited in
+  ``tests/test_audit_selection.py``.
 
 All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
 """
@@ -43,6 +47,7 @@ import math
 
 import numpy as np
 
+from dpsklearn.mechanisms import RepeatedSelection
 from dpsklearn.noise import discrete_laplace, grid_laplace
 
 
@@ -172,3 +177,26 @@ def gnmax_half_sigma(model):
     engine.sigma = engine.sigma / 2.0
     model.sigma_ = engine.sigma
     return model
+
+
+class SelectionScoringWithoutNoise(RepeatedSelection):
+    """A private search that compares the candidates' exact validation counts.
+
+    It keeps :class:`~dpsklearn.mechanisms.RepeatedSelection`'s calibration
+    and claim, but ``noisy_count`` forgets the discrete Gaussian: the
+    released best score is the exact count of correct validation rows, and
+    which candidate wins is a deterministic function of the counts, so one
+    validation row can change the release with certainty. Audited in
+    ``tests/test_audit_selection.py``.
+    """
+
+    def noisy_count(self, count, noise):
+        count = np.asarray(count, dtype=np.int64)
+        return int(count) if count.ndim == 0 else count
+
+
+def selection_scoring_without_noise(mechanism):
+    """The same calibrated selection, scoring without noise."""
+    broken = SelectionScoringWithoutNoise.__new__(SelectionScoringWithoutNoise)
+    broken.__dict__.update(vars(mechanism))
+    return broken

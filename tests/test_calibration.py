@@ -541,7 +541,23 @@ def test_per_query_auto_is_best_and_zcdp_composes(release):
         rdp, _ = per_release_epsilon(
             epsilon, delta, m, release=release, calibration="rdp"
         )
-        assert auto == max(basic, zcdp, rdp)
+        kov, _ = per_release_epsilon(
+            epsilon, delta, m, release=release, calibration="kov"
+        )
+        tight = [basic, zcdp, rdp, kov]
+        if release == "exponential" and m <= 100:
+            exact, _ = per_release_epsilon(
+                epsilon, delta, m, calibration="bounded_range"
+            )
+            # The exact game is never looser than the Renyi reading of the
+            # same releases, nor than their pure-DP optimum.
+            assert exact >= rdp and exact >= kov * (1 - 1e-3)
+            tight.append(exact)
+        # auto: the largest, moving past an earlier one only for > 0.1 %.
+        assert max(tight) / 1.001 <= auto <= max(tight)
+        assert auto >= max(basic, zcdp, rdp)
+        # Optimal composition of pure releases is never looser than basic.
+        assert kov >= basic
         # The RDP conversion is never looser than zCDP's.
         assert rdp >= zcdp
         assert basic * m == pytest.approx(epsilon)
@@ -659,7 +675,7 @@ def test_per_query_rdp_hand_value():
     # (1, 1e-5): the RDP conversion certifies rho = 0.030553 (zCDP: 0.020820),
     # so at m = 1000 the exponential mechanism gets
     # eps_q = sqrt(8 * 0.030553 / 1000) = 0.015634 (zCDP: 0.012906).
-    eps_q, name = per_release_epsilon(1.0, 1e-5, 1000)
+    eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, calibration="rdp")
     assert name == "rdp" and eps_q == pytest.approx(0.015634, rel=1e-4)
     # It is not admissible without delta; auto then falls back to basic.
     with pytest.raises(ValueError, match="delta"):

@@ -80,6 +80,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     n_estimators_ : int
     epsilon_per_query_ : float
     calibration_ : str
+        The one used; under ``"auto"`` also ``"kov"`` (optimal composition
+        of the pure per-query releases, Kairouz, Oh and Viswanath 2015).
     target_range_ : tuple of float
     sensitivity_ : float
         ``(hi - lo) / k``.

@@ -25,6 +25,8 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``ExponentialMechanismERM``).
 * :class:`ChunkedQueries` -- statistical queries on disjoint chunks
   (``PrivateStatisticalQueries``).
+* :class:`RepeatedSelection` -- the best of a random number of private
+  runs (``PrivateGridSearch``).
 """
 
 from ._base import Engine, Mechanism, Release
@@ -52,6 +54,7 @@ from ._kernel_ridge import (
     weight_sensitivity,
 )
 from ._per_query import GridLaplaceRelease, SoftMajority, clipped_mean_release
+from ._repeat_select import RepeatedSelection
 from ._selection import ChunkedQueries, ExponentialSelection
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
@@ -84,6 +87,7 @@ __all__ = [
     "GridLaplaceRelease",
     "Mechanism",
     "Release",
+    "RepeatedSelection",
     "SoftLabelTest",
     "SoftMajority",
     "SparseVectorCalibration",

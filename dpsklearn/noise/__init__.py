@@ -33,7 +33,7 @@ from ._grid import (
     grid_units,
     l2_grid_units,
 )
-from ._selection import exponential_mechanism, project_to_simplex
+from ._selection import exponential_mechanism, project_to_simplex, repeated_candidates
 
 __all__ = [
     "DiscreteLaplaceStream",
@@ -53,6 +53,7 @@ __all__ = [
     "l2_grid_units",
     "make_noise_generators",
     "project_to_simplex",
+    "repeated_candidates",
     "rounded_gaussian",
     "truncated_geometric",
 ]
