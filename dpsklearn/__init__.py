@@ -12,6 +12,8 @@ see the README's privacy contract. The package is laid out by role:
 * :mod:`dpsklearn.serving` -- the one serving loop and its state;
 * :mod:`dpsklearn.ensemble`, :mod:`dpsklearn.kernel_ridge`,
   :mod:`dpsklearn.erm`, :mod:`dpsklearn.queries` -- the estimators;
+* :mod:`dpsklearn.model_selection` -- the private search over their
+  configurations;
 * :mod:`dpsklearn.planning`, :mod:`dpsklearn.audit`,
   :mod:`dpsklearn.datasets` -- tools around them.
 """
@@ -33,6 +35,7 @@ from .erm import (
 )
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .kernel_ridge import PrivateKernelRidge
+from .model_selection import PrivateGridSearch
 from .planning import kernel_ridge_schedule
 from .queries import PrivateStatisticalQueries
 from .serving import BudgetStatus
@@ -52,6 +55,7 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "PrivacyLeakWarning",
+    "PrivateGridSearch",
     "PrivateKernelRidge",
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",

@@ -42,6 +42,10 @@ that the audit has teeth.
   sensitivity divided by ``k`` once more (``Delta / k^2``: the averaging
   applied twice); it leaks about ``k`` times the claim. Audited in
   ``tests/test_audit_regression.py``.
+* :func:`selection_scoring_without_noise` -- a private search
+  (:class:`~dpsklearn.mechanisms.RepeatedSelection`) that compares and
+  releases the candidates' exact validation counts. Audited in
+  ``tests/test_audit_selection.py``.
 
 All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
 """
@@ -52,6 +56,7 @@ import math
 
 import numpy as np
 
+from dpsklearn.mechanisms import RepeatedSelection
 from dpsklearn.noise import discrete_laplace, grid_laplace
 
 
@@ -239,3 +244,26 @@ def kernel_ridge_shards_divided_twice(model):
     state = model._serving_state_
     state.engine = GridLaplaceEngine(broken, state.engine.noise)
     return model
+
+
+class SelectionScoringWithoutNoise(RepeatedSelection):
+    """A private search that compares the candidates' exact validation counts.
+
+    It keeps :class:`~dpsklearn.mechanisms.RepeatedSelection`'s calibration
+    and claim, but ``noisy_count`` forgets the discrete Gaussian: the
+    released best score is the exact count of correct validation rows, and
+    which candidate wins is a deterministic function of the counts, so one
+    validation row can change the release with certainty. Audited in
+    ``tests/test_audit_selection.py``.
+    """
+
+    def noisy_count(self, count, noise):
+        count = np.asarray(count, dtype=np.int64)
+        return int(count) if count.ndim == 0 else count
+
+
+def selection_scoring_without_noise(mechanism):
+    """The same calibrated selection, scoring without noise."""
+    broken = SelectionScoringWithoutNoise.__new__(SelectionScoringWithoutNoise)
+    broken.__dict__.update(vars(mechanism))
+    return broken

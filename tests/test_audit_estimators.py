@@ -240,7 +240,7 @@ def _slicer(row):
 #   neighbour 0: [45]*6 + [46] + [0],   labels 0 ... 0, flip query 0
 #   neighbour 1: [46]*6 + [45] + [0],   labels 0 ... 0, flip query 1
 
-STABILITY = dict(epsilon=1.0, delta=1e-5, max_unstable=1)
+STABILITY = dict(epsilon=1.0, delta=1e-5, max_unstable=1, calibration="pure")
 K_STABILITY = 93
 
 
@@ -447,7 +447,7 @@ def test_stability_release_audit(stability_model):
 # 101 against 100 (four 0.3 teachers make it differ from the first). Fullest
 # bins are the same on both sides, so the answers are the same when released.
 
-SOFT = dict(epsilon=1.0, delta=1e-5, max_unstable=1, gamma=0.25)
+SOFT = dict(epsilon=1.0, delta=1e-5, max_unstable=1, gamma=0.25, calibration="pure")
 K_SOFT = 205
 
 

@@ -33,6 +33,7 @@ from dpsklearn.mechanisms import (
     stability_tail_bound,
     stability_tail_probability,
 )
+from dpsklearn.mechanisms._sparse_vector_tails import difference_tail
 
 # --------------------------------------------------------------------------
 # Stability tail: P(DLap(2 lam) - DLap(lam) > w)
@@ -142,7 +143,8 @@ def _paper_reference(epsilon, delta, T):
 @pytest.mark.parametrize("epsilon,delta,T", GRID)
 def test_calibrations_on_grid(epsilon, delta, T):
     cands = sparse_vector_candidates(epsilon, delta, T)
-    assert set(cands) == {"paper", "exact", "pure"}
+    assert set(cands) == {"laplace", "paper", "exact", "pure", "gaussian"}
+    assert cands["gaussian"] is None  # needs max_queries
 
     # paper: refused exactly when its DRV composed epsilon exceeds epsilon.
     lam_p, w_p = _paper_reference(epsilon, delta, T)
@@ -180,7 +182,7 @@ def test_calibrations_on_grid(epsilon, delta, T):
 
     # Stability part, exactly (closed form checked against brute force above):
     # T p <= delta/2 (paper, exact) or delta (pure).
-    for cal in cands.values():
+    for cal in (cands[name] for name in ("paper", "exact", "pure")):
         if cal is None:
             continue
         p = stability_tail_probability(cal.noise_scale, cal.threshold)
@@ -203,6 +205,54 @@ def test_calibrations_on_grid(epsilon, delta, T):
     if cands["paper"] is not None:
         assert exact.threshold <= cands["paper"].threshold * (1 + 1e-12)
 
+    # laplace searches a grid that contains exact's point (scales 1:2, delta
+    # split in half) and inverts the exact tail, so its w is never above
+    # exact's; its own guarantee is checked independently.
+    laplace = cands["laplace"]
+    assert laplace is not None
+    assert laplace.threshold <= exact.threshold
+    _check_laplace_guarantee(laplace)
+
+
+def _check_laplace_guarantee(cal):
+    """The laplace calibration's two parts, recomputed from its fields."""
+    eps0 = 1 / cal.threshold_scale + 2 / cal.query_scale
+    assert eps0 == pytest.approx(cal.per_instance_epsilon, rel=1e-12)
+    # Sparse vector part: T instances of eps0 (and T fallbacks, if any) by
+    # optimal composition at the part's delta; with no fallback this is KOV.
+    if cal.n_fallbacks == 0:
+        assert kov_delta(eps0, cal.cutoff, cal.epsilon) <= cal.sparse_vector_delta * (
+            1 + 1e-9
+        )
+    # Stability part: T p <= the rest of delta, with p the closed-form tail
+    # (checked against brute force in test_difference_tail_by_convolution).
+    p = difference_tail(int(cal.threshold) + 1, cal.query_scale, cal.threshold_scale)
+    assert p == pytest.approx(cal.tail_probability, rel=1e-12)
+    assert cal.cutoff * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+    assert cal.threshold == math.floor(cal.threshold)
+
+
+@pytest.mark.parametrize(
+    "w,s_q,s_t", [(0, 1.0, 1.0), (7, 2.5, 4.0), (30, 6.0, 5.5), (55, 3.0, 12.0)]
+)
+def test_difference_tail_by_convolution(w, s_q, s_t):
+    # Scales of general ratio (the laplace calibration's); the closed form of
+    # docs/design.rst against a float convolution (all terms positive).
+    p = difference_tail(w + 1, s_q, s_t)
+    assert p == pytest.approx(_difference_tail_by_convolution(w, s_q, s_t), rel=1e-8)
+    assert p >= _difference_tail_by_convolution(w, s_q, s_t)  # margin is upward
+
+
+def _difference_tail_by_convolution(w, s_q, s_t):
+    """P(DLap(s_q) - DLap(s_t) > w) by a float convolution of truncated pmfs."""
+    reach = int(60 * max(s_q, s_t)) + int(w) + 10
+    z = np.arange(-reach, reach + 1)
+    pmf_q = np.exp(-np.abs(z) / s_q)
+    pmf_t = np.exp(-np.abs(z) / s_t)
+    pmf = np.convolve(pmf_q / pmf_q.sum(), pmf_t / pmf_t.sum())
+    d = np.arange(-2 * reach, 2 * reach + 1)
+    return float(pmf[d > w][::-1].cumsum()[-1]) if np.any(d > w) else 0.0
+
 
 def test_paper_overspends_at_large_epsilon():
     # For T = 100, delta = 1e-5 paper overspends above about 40.
@@ -213,22 +263,28 @@ def test_paper_overspends_at_large_epsilon():
 
 
 def test_reference_thresholds_at_T100_eps1_delta1e5():
-    # w is about 6,640 (paper), 6,450 (pure) and 2,580 (exact).
+    # w is about 6,640 (paper), 6,450 (pure), 2,580 (exact) and 2,104 (laplace).
     w = {
         name: calibrate_sparse_vector(1.0, 1e-5, 100, calibration=name).threshold
-        for name in ("paper", "pure", "exact")
+        for name in ("paper", "pure", "exact", "laplace")
     }
     assert w["paper"] == pytest.approx(6640, rel=0.01)
     assert w["pure"] == pytest.approx(6450, rel=0.01)
     assert w["exact"] == pytest.approx(2580, rel=0.01)
-    assert calibrate_sparse_vector(1.0, 1e-5, 100).name == "exact"
+    assert w["laplace"] == pytest.approx(2104, abs=5)
+    assert calibrate_sparse_vector(1.0, 1e-5, 100).name == "laplace"
 
 
-def test_auto_can_pick_pure():
-    # T = 1: exact's eps0 is barely above epsilon, while pure's log factor is
-    # ln(T/delta) instead of ln(2T/delta), so pure has the smaller w.
-    cal = calibrate_sparse_vector(1.0, 1e-5, 1)
-    assert cal.name == "pure"
+def test_auto_takes_the_smallest_admissible_threshold():
+    # At T = 1 pure's log factor ln(T/delta) beats exact's ln(2T/delta), and
+    # laplace beats both; with max_queries the gaussian route is a candidate
+    # too, but its log(K) term makes it lose.
+    cands = sparse_vector_candidates(1.0, 1e-5, 1, max_queries=1000)
+    assert cands["pure"].threshold < cands["exact"].threshold
+    assert cands["laplace"].threshold < cands["pure"].threshold
+    assert cands["gaussian"].threshold > cands["laplace"].threshold
+    cal = calibrate_sparse_vector(1.0, 1e-5, 1, max_queries=1000)
+    assert cal.name == "laplace"
 
 
 def test_calibration_is_memoised_and_frozen():
@@ -485,7 +541,23 @@ def test_per_query_auto_is_best_and_zcdp_composes(release):
         rdp, _ = per_release_epsilon(
             epsilon, delta, m, release=release, calibration="rdp"
         )
-        assert auto == max(basic, zcdp, rdp)
+        kov, _ = per_release_epsilon(
+            epsilon, delta, m, release=release, calibration="kov"
+        )
+        tight = [basic, zcdp, rdp, kov]
+        if release == "exponential" and m <= 100:
+            exact, _ = per_release_epsilon(
+                epsilon, delta, m, calibration="bounded_range"
+            )
+            # The exact game is never looser than the Renyi reading of the
+            # same releases, nor than their pure-DP optimum.
+            assert exact >= rdp and exact >= kov * (1 - 1e-3)
+            tight.append(exact)
+        # auto: the largest, moving past an earlier one only for > 0.1 %.
+        assert max(tight) / 1.001 <= auto <= max(tight)
+        assert auto >= max(basic, zcdp, rdp)
+        # Optimal composition of pure releases is never looser than basic.
+        assert kov >= basic
         # The RDP conversion is never looser than zCDP's.
         assert rdp >= zcdp
         assert basic * m == pytest.approx(epsilon)
@@ -533,6 +605,10 @@ def test_calibration_invariants_random(epsilon, log10_delta, cutoff):
     auto = calibrate_sparse_vector(epsilon, delta, cutoff)
     assert auto.threshold == min(c.threshold for c in admissible)
     for cal in admissible:
+        assert cutoff * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+        if cal.name == "laplace":
+            _check_laplace_guarantee(cal)
+            continue
         share = 1.0 if cal.name == "pure" else 0.5
         assert cutoff * cal.tail_probability <= share * delta
         # p equals the bound times a factor in (0, 1]; where that factor
@@ -599,7 +675,7 @@ def test_per_query_rdp_hand_value():
     # (1, 1e-5): the RDP conversion certifies rho = 0.030553 (zCDP: 0.020820),
     # so at m = 1000 the exponential mechanism gets
     # eps_q = sqrt(8 * 0.030553 / 1000) = 0.015634 (zCDP: 0.012906).
-    eps_q, name = per_release_epsilon(1.0, 1e-5, 1000)
+    eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, calibration="rdp")
     assert name == "rdp" and eps_q == pytest.approx(0.015634, rel=1e-4)
     # It is not admissible without delta; auto then falls back to basic.
     with pytest.raises(ValueError, match="delta"):

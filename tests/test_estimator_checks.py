@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsklearn import (
+    DecisionStumps,
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
@@ -41,6 +42,7 @@ from dpsklearn import (
     SoftLabelPrivateRegressor,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.model_selection import PrivateGridSearch
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,19 @@ REGISTRY: list[CheckCase] = [
     CheckCase(ExponentialMechanismERM(noise_random_state=0)),
     CheckCase(ExponentialMechanismERMRegressor(noise_random_state=0)),
     CheckCase(PrivateStatisticalQueries(noise_random_state=0)),
+    # -- the private search ---------------------------------------------------
+    # Over two ERM configurations, with the candidates' and the selection's
+    # noise seeded: refits replay the same search, and the released model is
+    # a fixed hypothesis.
+    CheckCase(
+        PrivateGridSearch(
+            ExponentialMechanismERM(noise_random_state=0),
+            {"hypotheses": [None, DecisionStumps(n_thresholds=8)]},
+            epsilon=2.0,
+            random_state=0,
+            noise_random_state=0,
+        )
+    ),
 ]
 
 

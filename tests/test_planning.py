@@ -8,6 +8,7 @@ can only be found by search, an independent brute-force search is the
 reference.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -23,6 +24,7 @@ from dpsklearn.planning import (
     n_estimators_for_agreement,
     n_estimators_for_agreement_by_calibration,
     pass_probability,
+    plan_stability_test,
     private_prediction_r,
     statistical_query_sample_size,
     theorem_3_11_n_estimators,
@@ -99,56 +101,68 @@ def test_distance_at_agreement_matches_the_vote_module():
             assert distance_at_agreement(a, k) == distance_to_instability(counts)[0]
 
 
+def _cal(lam, w, query_scale=None):
+    """A calibration with threshold noise DLap(lam), query noise DLap(2 lam), w."""
+    base = calibrate_sparse_vector(1.0, 1e-5, 1, "exact")
+    return dataclasses.replace(
+        base,
+        threshold_scale=lam,
+        query_scale=2 * lam if query_scale is None else query_scale,
+        threshold=w,
+    )
+
+
 def _pmf_dlap(scale, support):
     a = math.exp(-1.0 / scale)
     return (1 - a) / (1 + a) * a ** np.abs(support)
 
 
-@pytest.mark.parametrize("d, lam, w", [(3, 2.0, 5.0), (10, 1.0, 4.0), (0, 1.0, 0.0)])
-def test_pass_probability_by_brute_force_summation(d, lam, w):
-    # P(d + Z1 > w + Z2), Z1 ~ DLap(2 lam), Z2 ~ DLap(lam), summed directly.
+@pytest.mark.parametrize(
+    "d, lam, w, s_q",
+    [(3, 2.0, 5.0, 4.0), (10, 1.0, 4.0, 2.0), (0, 1.0, 0.0, 2.0), (7, 3.0, 9.5, 2.5)],
+)
+def test_pass_probability_by_brute_force_summation(d, lam, w, s_q):
+    # P(d + Z1 > w + Z2), Z1 ~ DLap(s_q), Z2 ~ DLap(lam), summed directly.
     z = np.arange(-400, 401)
-    p1, p2 = _pmf_dlap(2 * lam, z), _pmf_dlap(lam, z)
+    p1, p2 = _pmf_dlap(s_q, z), _pmf_dlap(lam, z)
     passes = (d + z[:, None]) > (w + z[None, :])
     expected = float((p1[:, None] * p2[None, :] * passes).sum())
-    assert pass_probability(d, lam, w) == pytest.approx(expected, rel=1e-9)
+    got = pass_probability(d, _cal(lam, w, s_q))
+    assert got == pytest.approx(expected, rel=1e-9)
 
 
 def test_min_distance_to_pass_with_negligible_noise():
     # lam -> 0: the test passes iff d > w. w = 5.5 and w = 5 both need d = 6.
-    assert min_distance_to_pass(0.01, 5.5, 0.05) == 6
-    assert min_distance_to_pass(0.01, 5.0, 0.05) == 6
-    assert min_distance_to_pass(0.01, -3.0, 0.05) == 0
+    assert min_distance_to_pass(_cal(0.01, 5.5), 0.05) == 6
+    assert min_distance_to_pass(_cal(0.01, 5.0), 0.05) == 6
+    assert min_distance_to_pass(_cal(0.01, -3.0), 0.05) == 0
 
 
 def test_min_distance_to_pass_matches_a_linear_scan():
     for lam, w, beta in [(3.0, 20.0, 0.05), (10.0, 100.0, 0.01), (1.0, 0.5, 0.3)]:
         d = 0
-        while pass_probability(d, lam, w) < 1 - beta:
+        while pass_probability(d, _cal(lam, w)) < 1 - beta:
             d += 1
-        assert min_distance_to_pass(lam, w, beta) == d
+        assert min_distance_to_pass(_cal(lam, w), beta) == d
 
 
 def test_auto_n_estimators_by_hand():
     # Negligible noise, w = 5.5: need dist >= 6.
     # agreement 1: dist = ceil(k/2) - 1 >= 6  <=>  k >= 13.
-    assert auto_n_estimators(10**6, 1, 0.01, 5.5, agreement=1.0) == 13
+    assert auto_n_estimators(10**6, 1, _cal(0.01, 5.5), agreement=1.0) == 13
     # agreement 3/4: dist(k) = ceil(3k/4) - floor(k/2) - 1 is not monotone:
     # k = 21: 16 - 10 - 1 = 5; k = 22: 17 - 11 - 1 = 5; k = 23: 18 - 11 - 1 = 6;
     # k = 24: 18 - 12 - 1 = 5.  The smallest is 23.
-    assert auto_n_estimators(10**6, 1, 0.01, 5.5, agreement=0.75) == 23
+    assert auto_n_estimators(10**6, 1, _cal(0.01, 5.5), agreement=0.75) == 23
     # Data-bound: 400 rows at 20 per shard support only 20 teachers.
-    assert auto_n_estimators(400, 20, 0.01, 5.5, agreement=0.75) == 20
-    assert auto_n_estimators(5, 20, 0.01, 5.5) == 1
+    assert auto_n_estimators(400, 20, _cal(0.01, 5.5), agreement=0.75) == 20
+    assert auto_n_estimators(5, 20, _cal(0.01, 5.5)) == 1
 
 
 def _brute_force_k(agreement, cal, beta):
     k = 1
     while (
-        pass_probability(
-            distance_at_agreement(agreement, k), cal.noise_scale, cal.threshold
-        )
-        < 1 - beta
+        pass_probability(distance_at_agreement(agreement, k), cal) < 1 - beta
     ):
         k += 1
     return k
@@ -165,7 +179,7 @@ def _brute_force_k(agreement, cal, beta):
 def test_n_estimators_for_agreement_matches_brute_force(
     agreement, epsilon, delta, T, beta
 ):
-    for name in ("pure", "exact", "paper"):
+    for name in ("laplace", "pure", "exact", "paper"):
         cal = calibrate_sparse_vector(epsilon, delta, T, name)
         k = n_estimators_for_agreement(
             agreement, epsilon, delta, T, beta=beta, calibration=name
@@ -183,10 +197,17 @@ def test_n_estimators_for_agreement_matches_brute_force(
 
 
 def test_n_estimators_for_agreement_reference_value():
-    # At T = 100, epsilon = 1, delta = 1e-5 the exact threshold is
-    # about 2,580; a query needs dist ~ w + margin and k ~ dist / (a - 1/2).
+    # At T = 100, epsilon = 1, delta = 1e-5 the exact threshold is about
+    # 2,580 and laplace's 2,104; a query needs dist ~ w + margin and k ~
+    # dist / (a - 1/2).
     ks = n_estimators_for_agreement_by_calibration(0.9, 1.0, 1e-5, 100)
-    assert ks == {"pure": 18689, "exact": 7433, "paper": 19153}
+    assert ks == {
+        "laplace": 6187,
+        "pure": 18689,
+        "exact": 7433,
+        "paper": 19153,
+        "gaussian": None,
+    }
     # paper overspends at large epsilon: not admissible.
     assert (
         n_estimators_for_agreement_by_calibration(0.9, 60.0, 1e-5, 100)["paper"] is None
@@ -272,8 +293,16 @@ def test_kernel_ridge_schedule_is_one_function_in_three_places():
             lambda: n_estimators_for_agreement(0.9, 1.0, 1e-5, 10, calibration="x"),
             "calibration",
         ),
-        (lambda: auto_n_estimators(0, 20, 1.0, 1.0), "n_samples"),
-        (lambda: min_distance_to_pass(0.0, 1.0), "noise_scale"),
+        (lambda: auto_n_estimators(0, 20, _cal(1.0, 1.0)), "n_samples"),
+        (lambda: min_distance_to_pass(0.0, 1.0), "calibration"),
+        (
+            lambda: plan_stability_test(0, 10, 1.0, 1e-5, unstable_fraction=0.1),
+            "n_samples",
+        ),
+        (
+            lambda: plan_stability_test(10, 10, 1.0, 1e-5, unstable_fraction=1.0),
+            "unstable_fraction",
+        ),
         (lambda: private_prediction_r(0.0, 1.0), "target_error"),
         (lambda: private_prediction_r(0.1, -1.0), "epsilon"),
         (lambda: erm_sample_size(0, 1.0, 0.1), "n_hypotheses"),

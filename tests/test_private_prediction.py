@@ -28,7 +28,13 @@ from dpsklearn import (
 )
 from dpsklearn.accounting import per_release_epsilon, rdp_epsilon_of_rho, zcdp_epsilon
 from dpsklearn.ensemble import ConstantTeacher
-from dpsklearn.mechanisms import SoftMajority, gnmax, gnmax_noisy_counts, gnmax_sigma
+from dpsklearn.mechanisms import (
+    GridLaplaceRelease,
+    SoftMajority,
+    gnmax,
+    gnmax_noisy_counts,
+    gnmax_sigma,
+)
 from dpsklearn.noise import (
     default_grid_step,
     discrete_laplace,
@@ -95,8 +101,10 @@ def test_epsilon_per_query_hand_computed(
         epsilon, delta, m, release="exponential", calibration="rdp"
     )[0]
     assert fitted["rdp"] == rdp and rdp >= fitted["zcdp"]
-    # The default never gives a smaller eps_q than any of them.
-    assert fitted["auto"] == max(fitted["basic"], fitted["zcdp"], fitted["rdp"])
+    # The default never gives a smaller eps_q than any of them (and may take
+    # the optimal or exact bounded-range composition, larger still).
+    assert fitted["auto"] >= max(fitted["basic"], fitted["zcdp"], fitted["rdp"])
+    assert fitted["auto"] == per_release_epsilon(epsilon, delta, m)[0]
     assert per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="zcdp"
     )[0] == (pytest.approx(zcdp_laplace, rel=1e-12))
@@ -115,16 +123,28 @@ def test_epsilon_per_query_hand_computed(
     rdp_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="rdp"
     )[0]
+    kov_laplace = per_release_epsilon(
+        epsilon, delta, m, release="laplace", calibration="kov"
+    )[0]
     assert regs["basic"].epsilon_per_query_ == pytest.approx(basic, rel=1e-12)
     assert regs["zcdp"].epsilon_per_query_ == pytest.approx(zcdp_laplace, rel=1e-12)
     assert regs["rdp"].epsilon_per_query_ == rdp_laplace
-    # "auto": the least noisy of the best Laplace split and the Gaussian.
-    best_laplace = min(("basic", "zcdp", "rdp"), key=lambda c: regs[c].noise_std_)
-    assert regs["basic"].epsilon_per_query_ == basic  # Laplace: eps_q given
     assert regs["gaussian"].epsilon_per_query_ is None
-    chosen = min((best_laplace, "gaussian"), key=lambda c: regs[c].noise_std_)
+    # "auto": the least noisy of the best Laplace split (the largest eps_q of
+    # the splits, optimal composition included) and the Gaussian.
+    laplace = GridLaplaceRelease.calibrate(
+        epsilon, delta, m, sensitivity=6 / 3, bounds=(-3, 3)
+    )
+    assert laplace.epsilon_per_query >= max(basic, zcdp_laplace, rdp_laplace)
+    assert laplace.epsilon_per_query == pytest.approx(
+        max(basic, zcdp_laplace, rdp_laplace, kov_laplace), rel=1e-3
+    )
+    gaussian_wins = regs["gaussian"].noise_std_ < laplace.noise_std
+    chosen = "gaussian" if gaussian_wins else laplace.calibration_name
     assert regs["auto"].calibration_ == chosen
-    assert regs["auto"].noise_std_ == regs[chosen].noise_std_
+    assert regs["auto"].noise_std_ == min(
+        regs["gaussian"].noise_std_, laplace.noise_std
+    )
 
 
 def test_auto_calibration_m1_is_basic(binary_data):
@@ -334,7 +354,7 @@ def test_whole_budget_reserved_at_fit(binary_data):
     clf = PrivatePredictionClassifier(
         n_estimators=5, epsilon=2.0, max_queries=100, classes=[0, 1]
     ).fit(X, y)
-    assert clf.calibration_ == "rdp"
+    assert clf.calibration_ == "bounded_range"
     assert _spent(clf.accountant_) == pytest.approx((2.0, 1e-5))
     basic = PrivatePredictionClassifier(
         n_estimators=5, epsilon=2.0, max_queries=1, classes=[0, 1]

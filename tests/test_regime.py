@@ -18,13 +18,13 @@ from dpsklearn import (
 )
 from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.exceptions import PrivacyLeakWarning
+from dpsklearn.mechanisms._sparse_vector_tails import noise_quantiles, noise_survival
 from dpsklearn.planning import (
     MarginHistogram,
     predict_regime,
     private_margin_histogram,
     public_vote_counts,
 )
-from dpsklearn.planning._outcomes import _dlap_quantiles, _dlap_tail
 
 
 def _by(rows):
@@ -127,17 +127,27 @@ def test_confident_gnmax_answer_limit_caps_the_answered_fraction():
     assert by_limit[400]["answered"] > 0.9
 
 
-def test_discrete_laplace_helpers():
-    from dpsklearn.noise import discrete_laplace
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_noise_survival_and_quantile_helpers(noise):
+    from dpsklearn.noise import discrete_gaussian, discrete_laplace
 
-    t = 3.7
+    scale = 3.7
     z = np.arange(-200, 201)
-    b = math.exp(-1 / t)
-    pmf = (1 - b) / (1 + b) * b ** np.abs(z)
+    if noise == "laplace":
+        b = math.exp(-1 / scale)
+        pmf = (1 - b) / (1 + b) * b ** np.abs(z)
+        sampler = discrete_laplace
+    else:
+        pmf = np.exp(-(z**2) / (2 * scale**2))
+        pmf /= pmf.sum()
+        sampler = discrete_gaussian
     for n in (-6, -1, 0, 1, 5):
-        assert _dlap_tail(np.array([n]), t)[0] == pytest.approx(pmf[z >= n].sum())
-    draws = discrete_laplace(t, size=100_000, rng=np.random.default_rng(0))
-    nodes = _dlap_quantiles(t, 999)
+        got = noise_survival(np.array([n]), scale, noise)[0]
+        assert got == pytest.approx(pmf[z >= n].sum(), rel=1e-12)
+    draws = sampler(scale, size=100_000, rng=np.random.default_rng(0))
+    nodes = noise_quantiles(scale, noise, 999)
+    # 100,000 draws: each sample quantile is within one integer step of the
+    # true one except with probability far below 1e-6.
     assert np.quantile(nodes, [0.05, 0.5, 0.95]) == pytest.approx(
         np.quantile(draws, [0.05, 0.5, 0.95]), abs=1
     )

@@ -275,8 +275,10 @@ def test_noisy_mean_fallback():
         fallback="noisy_mean",
         epsilon=1e7,
         noise_random_state=0,
+        calibration="exact",
     )
-    # At most ceil(T/2) = 5 double failures share the fallback's epsilon.
+    # The paper's structure: at most ceil(T/2) = 5 double failures share the
+    # fallback's epsilon.
     assert reg.fallback_epsilon_ == pytest.approx(1e7 * 0.5 / 5)
     values, abstained = reg.predict(X, return_abstained=True)
     assert abstained.tolist() == [True, False]
@@ -308,11 +310,38 @@ def test_noisy_mean_budget_split():
         fallback="noisy_mean",
         noisy_mean_share=0.25,
         target_range=(-300, 300),
+        calibration="exact",
     ).fit(X, y)
     assert reg.sparse_vector_epsilon_ == pytest.approx(1.5)
     assert reg.fallback_epsilon_ == pytest.approx(0.5 / 4)  # ceil(7/2) = 4
     spent = math.fsum(e.epsilon * e.count for e in reg.accountant_.events)
     assert spent == pytest.approx(2.0)
+
+
+def test_noisy_mean_joint_composition():
+    # laplace composes the T + 1 instances with T + 1 fallback slots (one per
+    # instance) by optimal composition: one event of the whole budget, and
+    # each noisy mean gets share / (1 - share) of an instance's eps0, more
+    # than the paper's structure gives it.
+    X, y = make_regression(n_samples=400, n_features=3, random_state=0)
+    params = dict(
+        n_estimators=10,
+        epsilon=2.0,
+        max_unstable=7,
+        fallback="noisy_mean",
+        noisy_mean_share=0.25,
+        target_range=(-300, 300),
+    )
+    reg = SoftLabelPrivateRegressor(**params).fit(X, y)
+    cal = reg.privacy_mechanism_.calibration
+    assert reg.calibration_ == "laplace" and cal.n_fallbacks == 8
+    assert [(e.kind, e.epsilon) for e in reg.accountant_.events] == [
+        ("approximate", 2.0)
+    ]
+    assert reg.fallback_epsilon_ == pytest.approx(cal.per_instance_epsilon / 3)
+    assert cal.composed_epsilon <= 2.0
+    paper = SoftLabelPrivateRegressor(**params, calibration="exact").fit(X, y)
+    assert reg.threshold_ < paper.threshold_
 
 
 # -- base estimators ---------------------------------------------------------

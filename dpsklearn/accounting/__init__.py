@@ -6,6 +6,8 @@
   :class:`ApproximateEvent`).
 * :mod:`._composition` -- closed forms: advanced (DRV), optimal (KOV) and
   zero-concentrated composition and their conversions.
+* :mod:`._bounded_range` -- the exact adaptive composition of
+  bounded-range (exponential-mechanism) releases, computed from above.
 * :mod:`._composer` -- a list of events composed under basic, advanced,
   zCDP, RDP or PLD composition (the last two through Google's
   ``dp_accounting``), and the one rule for budgets shared between fits.
@@ -14,11 +16,12 @@
   interface and its two implementations, in memory and in a SQLite file.
 
 The mathematics is in ``docs/design.rst``, "Composition" and "Shared
-accountants and privacy filters".
+accountants and privacy filters", and ``docs/accounting_theory.rst``.
 """
 
 from ._accountant import PrivacyAccountant
 from ._base import BaseAccountant
+from ._bounded_range import bounded_range_delta, bounded_range_max_epsilon0
 from ._composer import COMPOSITIONS, FILTER_VALID
 from ._composition import (
     drv_epsilon,
@@ -61,6 +64,8 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "PureEvent",
+    "bounded_range_delta",
+    "bounded_range_max_epsilon0",
     "compose_epsilon",
     "drv_epsilon",
     "kov_delta",

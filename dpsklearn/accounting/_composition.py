@@ -347,10 +347,20 @@ def _kov_max_epsilon0(epsilon, delta, k):
     def ok(e0):
         return _kov_log_delta(e0, k, epsilon) <= log_target
 
+    return largest_within(ok, lo)
+
+
+def largest_within(ok, lo, cap=1e6):
+    """Largest ``x >= lo`` with ``ok(x)``, for ``ok`` true at ``lo`` and monotone.
+
+    Doubling until ``ok`` fails (or ``x`` passes ``cap``), then bisection to
+    ``1e-13`` relative. The result always satisfies ``ok``: the inverse is
+    taken from the safe side.
+    """
     hi = 2.0 * lo
     while ok(hi):
         lo, hi = hi, 2.0 * hi
-        if hi > 1e6:  # delta -> 1 as eps0 grows, so this is never reached
+        if hi > cap:  # delta -> 1 as epsilon grows, so this is never reached
             break
     for _ in range(200):
         mid = 0.5 * (lo + hi)

@@ -16,8 +16,15 @@ import math
 from sklearn.utils._param_validation import StrOptions
 
 from .._validation import COUNT, DELTA, FINITE_POSITIVE, validate_params
+from ._bounded_range import bounded_range_max_epsilon0, game_work
 from ._composer import COMPOSITIONS, Composer
-from ._composition import largest_rdp_rho, zcdp_rho
+from ._composition import (
+    kov_epsilon,
+    kov_max_epsilon0,
+    largest_rdp_rho,
+    rho_to_epsilon,
+    zcdp_rho,
+)
 from ._events import BoundedRangeEvent, PrivacyEvent, PureEvent
 
 __all__ = [
@@ -25,13 +32,30 @@ __all__ = [
     "compose_epsilon",
     "max_events",
     "per_release_epsilon",
+    "per_release_spent",
 ]
 
 #: The kinds of release :func:`per_release_epsilon` splits a budget over.
 RELEASES = {"exponential": BoundedRangeEvent, "laplace": PureEvent}
-#: Its calibrations; ``"auto"`` chooses among the first three.
-PER_RELEASE_CALIBRATIONS = ("basic", "zcdp", "rdp", "advanced", "pld")
-_AUTO_CHOICES = ("basic", "zcdp", "rdp")
+#: Its calibrations; ``"auto"`` chooses among basic, zcdp, rdp, kov and
+#: bounded_range.
+PER_RELEASE_CALIBRATIONS = (
+    "basic",
+    "zcdp",
+    "rdp",
+    "advanced",
+    "pld",
+    "kov",
+    "bounded_range",
+)
+_AUTO_CHOICES = ("basic", "zcdp", "rdp", "kov", "bounded_range")
+#: ``"auto"`` tries the exact bounded-range game only when one evaluation
+#: of it takes at most this many cells (about a second; several are needed).
+#: Its work grows as ``m^1.5``: at ``(1, 1e-5)`` the limit is ``m`` near
+#: 1,200 (1,000 releases take about 3 s in all).
+AUTO_BOUNDED_RANGE_MAX_WORK = 2e7
+# "auto" moves to a later calibration only for more than this factor.
+_AUTO_MARGIN = 1.001
 
 
 def _rho_per_epsilon_squared(release):
@@ -62,6 +86,28 @@ def _rdp(epsilon, delta, m, release):
     # A hair below the bisection's safe end, so that the accountant's own
     # composition of the m events never lands a rounding error above epsilon.
     return math.sqrt(rho / (m * _rho_per_epsilon_squared(release))) * (1.0 - 1e-9)
+
+
+def _kov(epsilon, delta, m, release):
+    # Optimal composition of m pure eps_q-DP releases under adaptive choice
+    # (Kairouz, Oh and Viswanath 2015, Theorem 3.3): exact for the worst
+    # eps_q-DP pair, so also valid for the exponential mechanism.
+    if delta == 0:
+        return None
+    return kov_max_epsilon0(epsilon, delta, m)
+
+
+def _bounded_range(epsilon, delta, m, release, *, auto=False):
+    # The exact adaptive composition of eps_q-bounded-range releases (Dong,
+    # Durfee and Rogers 2020): only for the exponential mechanism, whose
+    # answers are bounded range; a Laplace-type release is not.
+    if delta == 0 or release != "exponential":
+        return None
+    if auto:
+        guess = math.sqrt(8.0 * largest_rdp_rho(epsilon, delta) / m)
+        if game_work(guess, m, epsilon, delta) > AUTO_BOUNDED_RANGE_MAX_WORK:
+            return None
+    return bounded_range_max_epsilon0(epsilon, delta, m)
 
 
 def _by_accountant(composition):
@@ -100,6 +146,8 @@ _SPLITS = {
     "rdp": _rdp,
     "advanced": _by_accountant("advanced"),
     "pld": _by_accountant("pld"),
+    "kov": _kov,
+    "bounded_range": _bounded_range,
 }
 
 
@@ -134,15 +182,25 @@ def per_release_epsilon(
         ``"exponential"``: an exponential-mechanism release, bounded range,
         ``eps^2/8``-zCDP (Cesar and Rogers 2021); ``"laplace"``: a pure
         ``eps``-DP release of Laplace type, ``eps^2/2``-zCDP.
-    calibration : {"auto", "basic", "zcdp", "rdp", "advanced", "pld"}, \
-default="auto"
+    calibration : {"auto", "basic", "zcdp", "rdp", "advanced", "pld", "kov", \
+"bounded_range"}, default="auto"
         ``"basic"``: ``epsilon / m``. ``"zcdp"``: the largest per-release
         epsilon whose total ``rho`` converts to ``epsilon`` by ``rho + 2
         sqrt(rho ln(1/delta))``. ``"rdp"``: the same ``rho`` read as the RDP
         curve ``alpha * rho`` and converted by dp_accounting (tighter).
         ``"advanced"`` and ``"pld"``: the largest value the accountant's
         composition of the ``m`` events fits (bisection; never below the
-        basic split). ``"auto"``: the largest of basic, zcdp and rdp.
+        basic split). ``"kov"``: optimal composition of ``m`` pure releases
+        (Kairouz, Oh and Viswanath 2015), exact for the worst pure pair.
+        ``"bounded_range"`` (``release="exponential"`` only): the exact
+        adaptive composition of bounded-range releases (Dong, Durfee and
+        Rogers 2020), computed from above
+        (:func:`~dpsklearn.accounting.bounded_range_max_epsilon0`).
+        ``"auto"``: the largest of basic, zcdp, rdp, kov and bounded_range
+        (the last only where it takes a few seconds: ``m`` up to about
+        1,200 at ``(1, 1e-5)``, see ``AUTO_BOUNDED_RANGE_MAX_WORK``); a later
+        one is taken only when it beats the earlier by more than 0.1 %, so
+        a pure basic split is kept when the others gain nothing.
 
     Returns
     -------
@@ -163,9 +221,15 @@ default="auto"
     >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, calibration="zcdp")
     >>> name, round(eps_q, 4)
     ('zcdp', 0.0129)
-    >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000)
+    >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, calibration="rdp")
     >>> name, round(eps_q, 4)
     ('rdp', 0.0156)
+    >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000)
+    >>> name, round(eps_q, 4)
+    ('bounded_range', 0.0168)
+    >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, release="laplace")
+    >>> name, round(eps_q, 4)
+    ('kov', 0.0085)
     """
     return _per_release_cached(
         float(epsilon), float(delta), int(n_releases), release, calibration
@@ -176,6 +240,11 @@ default="auto"
 def _per_release_cached(epsilon, delta, m, release, calibration):
     if calibration != "auto":
         value = _SPLITS[calibration](epsilon, delta, m, release)
+        if value is None and calibration == "bounded_range" and delta > 0:
+            raise ValueError(
+                "calibration='bounded_range' applies to release='exponential' only: "
+                "a Laplace-type release is not bounded range (use 'kov')."
+            )
         if value is None:
             raise ValueError(
                 f"calibration={calibration!r} needs delta > 0, got delta={delta!r}."
@@ -183,8 +252,11 @@ def _per_release_cached(epsilon, delta, m, release, calibration):
         return value, calibration
     best = None
     for name in _AUTO_CHOICES:
-        value = _SPLITS[name](epsilon, delta, m, release)
-        if value is not None and (best is None or value > best[0]):
+        if name == "bounded_range":
+            value = _bounded_range(epsilon, delta, m, release, auto=True)
+        else:
+            value = _SPLITS[name](epsilon, delta, m, release)
+        if value is not None and (best is None or value > best[0] * _AUTO_MARGIN):
             best = (value, name)
     return best
 
@@ -287,3 +359,34 @@ def max_events(event, epsilon, delta=0.0, composition="basic", *, limit=10**9):
         else:
             high = mid
     return low
+
+
+def per_release_spent(units, epsilon_per_release, epsilon, delta, release, calibration):
+    """``(epsilon, delta)`` of the first ``units`` of ``m`` releases of a split.
+
+    What a model whose ``(epsilon, delta)`` was split with
+    :func:`per_release_epsilon` has spent after ``units`` releases, for
+    ``BudgetStatus.spent``: ``units * eps_q`` under basic; the zCDP or RDP
+    conversion of their ``rho``; their optimal composition under ``"kov"``.
+    Under ``"bounded_range"`` the exact game is too slow to replay at
+    every status call, so the figure is the RDP conversion capped by the
+    whole budget, which the calibration certifies for all ``m`` (and so
+    for fewer).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting._split import per_release_spent
+    >>> per_release_spent(10, 0.01, 1.0, 1e-5, "laplace", "basic")
+    (0.1, 0.0)
+    """
+    if units <= 0:
+        return 0.0, 0.0
+    if calibration == "basic":
+        return units * epsilon_per_release, 0.0
+    if calibration == "kov":
+        return min(epsilon, kov_epsilon(epsilon_per_release, units, delta)), delta
+    rho = units * RELEASES[release](epsilon_per_release).unit_rho()
+    if calibration == "bounded_range":
+        spent, _ = rho_to_epsilon(rho, delta, "rdp")
+        return min(epsilon, spent), delta
+    return rho_to_epsilon(rho, delta, calibration)

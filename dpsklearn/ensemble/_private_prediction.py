@@ -210,7 +210,10 @@ class PrivatePredictionClassifier(
         ``mechanism="gnmax"``: scale of the discrete Gaussian noise on each
         vote count; ``None`` under the exponential mechanism.
     calibration_ : str
-        ``"basic"``, ``"zcdp"`` or ``"rdp"``: the one used.
+        The one used: ``"basic"``, ``"zcdp"`` or ``"rdp"``, or under
+        ``"auto"`` also ``"kov"`` (optimal composition) or
+        ``"bounded_range"`` (the exact adaptive composition of
+        exponential-mechanism answers, Dong, Durfee and Rogers 2020).
     proba_cost_ : int
         Query units charged per ``predict_proba`` row (1 under
         ``mechanism="gnmax"``, and nothing for a row ``predict`` released).
@@ -249,8 +252,10 @@ class PrivatePredictionClassifier(
     ...     random_state=0).fit(X, y)
     >>> clf.predict(X[:3]).shape, clf.predict_proba(X[:3]).shape
     ((3,), (3, 2))
-    >>> clf.budget_status().query_units_spent  # 3 + 4 * 3 (zCDP)
-    15
+    >>> clf.calibration_  # the exact composition of the exponential mechanism
+    'bounded_range'
+    >>> clf.budget_status().query_units_spent  # a probability row is one unit here
+    6
     >>> gn = PrivatePredictionClassifier(
     ...     mechanism="gnmax", epsilon=1.0, max_queries=100, classes=[0, 1],
     ...     random_state=0).fit(X, y)

@@ -105,9 +105,10 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         The per-query epsilon of the Laplace release; ``None`` for the
         Gaussian one (a Gaussian release has no pure epsilon).
     calibration_ : str
-        The calibration used: ``"basic"``, ``"zcdp"`` or ``"rdp"`` (grid
-        Laplace) or ``"gaussian"``; with ``calibration="auto"``, the one
-        chosen.
+        The calibration used: ``"basic"``, ``"zcdp"``, ``"rdp"`` or ``"kov"``
+        (grid Laplace; ``"kov"`` is the optimal composition of the pure
+        per-query releases, Kairouz, Oh and Viswanath 2015) or
+        ``"gaussian"``; with ``calibration="auto"``, the one chosen.
     target_range_ : tuple of float
     sensitivity_ : float
         ``(hi - lo) / k``.

@@ -76,11 +76,16 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     gamma : float, default=0.1
         Bin width; ``1/gamma`` must be an integer >= 2.
     max_queries : int, default=None
-        Operational cap on distinct query rows (not part of the guarantee).
+        Operational cap on distinct query rows (not part of the guarantee,
+        except under ``calibration="gaussian"``).
     max_unstable : int, default=100
         ``T``: the model halts when ``c`` reaches it.
-    calibration : {"auto", "paper", "exact", "pure"}, default="auto"
-        Sparse vector calibration for ``T + 1`` draws.
+    calibration : {"auto", "laplace", "paper", "exact", "pure", "gaussian"}, \
+default="auto"
+        Sparse vector calibration for ``T + 1`` draws (``docs/design.rst``,
+        "The sparse vector test at full strength"); ``"auto"`` takes the
+        admissible one with the smallest threshold. ``"gaussian"`` needs
+        ``max_queries``, which then becomes part of the guarantee.
     fallback : {"midpoint", "noisy_mean"}, default="midpoint"
         Answer to a query that fails both tests.
     noisy_mean_share : float, default=0.5
@@ -116,7 +121,14 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     threshold_ : float
         ``w``.
     noise_scale_ : float
-        ``lam``: threshold noise ``DLap(lam)``, query noise ``DLap(2 lam)``.
+        Scale of the threshold noise (discrete Laplace ``DLap(lam)``, or the
+        discrete Gaussian's sigma).
+    query_noise_scale_ : float
+        Scale of the query noise (``2 lam`` for the seed-structured
+        calibrations; chosen with the threshold noise for ``"laplace"`` and
+        ``"gaussian"``).
+    max_unstable_ : int
+        ``T`` in use.
     sparse_vector_epsilon_ : float
     fallback_epsilon_ : float
         Epsilon of each ``noisy_mean`` answer (0 for ``"midpoint"``).
@@ -147,7 +159,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         "gamma": [Interval(Real, 0, 0.5, closed="right")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
         "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [StrOptions({"auto", "paper", "exact", "pure"})],
+        "calibration": [
+            StrOptions({"auto", "laplace", "paper", "exact", "pure", "gaussian"})
+        ],
         "fallback": [StrOptions({"midpoint", "noisy_mean"})],
         "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
         "target_range": ["array-like", None],
@@ -265,6 +279,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             calibration=self.calibration,
             fallback=self.fallback,
             noisy_mean_share=self.noisy_mean_share,
+            max_queries=self.max_queries,
         )
         if self.n_estimators == "auto":
             self._warn_if_nothing_can_pass(n_estimators, mechanism.calibration)

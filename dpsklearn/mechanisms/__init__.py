@@ -28,6 +28,8 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``ExponentialMechanismERM``).
 * :class:`ChunkedQueries` -- statistical queries on disjoint chunks
   (``PrivateStatisticalQueries``).
+* :class:`RepeatedSelection` -- the best of a random number of private
+  runs (``PrivateGridSearch``).
 """
 
 from ._base import Engine, Mechanism, Release
@@ -61,6 +63,7 @@ from ._kernel_ridge import (
     weight_sensitivity,
 )
 from ._per_query import GridLaplaceRelease, SoftMajority
+from ._repeat_select import RepeatedSelection
 from ._selection import ChunkedQueries, ExponentialSelection
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
@@ -95,6 +98,7 @@ __all__ = [
     "GridLaplaceRelease",
     "Mechanism",
     "Release",
+    "RepeatedSelection",
     "SoftLabelTest",
     "SoftMajority",
     "SparseVectorCalibration",

@@ -26,14 +26,13 @@ import math
 
 import numpy as np
 
-from ..accounting._composition import rho_to_epsilon
 from ..accounting._events import (
     ApproximateEvent,
     BoundedRangeEvent,
     DiscreteLaplaceEvent,
     PureEvent,
 )
-from ..accounting._split import per_release_epsilon
+from ..accounting._split import per_release_epsilon, per_release_spent
 from ..noise import (
     default_grid_step,
     exponential_mechanism,
@@ -51,6 +50,8 @@ class _PerQuery(Mechanism):
 
     #: The release one query unit is (its zCDP cost per eps_q^2).
     unit_event = PureEvent
+    #: How :func:`per_release_epsilon` splits a budget over these releases.
+    release = "laplace"
 
     def __init__(self, epsilon, delta, max_queries, epsilon_per_query, name):
         self.epsilon = float(epsilon)
@@ -68,15 +69,32 @@ class _PerQuery(Mechanism):
         if self.calibration_name == "basic":
             # m pure releases of eps_q each; delta unused.
             return self._basic_events(label)
-        # Certified through zCDP (or its RDP reading): the m releases as a
-        # whole are (epsilon, delta)-DP.
+        # Certified by a tight composition of the m releases (zCDP, RDP,
+        # optimal, bounded range): as a whole they are (epsilon, delta)-DP.
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
+    def _curve_events(self, label):
+        """The ``m`` releases as events with a Renyi curve (whatever the split)."""
+        return self._basic_events(label)
+
+    def event_options(self, label=None, composition="basic"):
+        # An accountant that composes Renyi curves (the candidates' budget
+        # in a private search) can take the m releases themselves, which a
+        # whole (epsilon, delta) event does not describe.
+        options = [self.privacy_events(label)]
+        if composition == "rdp" and self.calibration_name != "basic":
+            options.insert(0, self._curve_events(label))
+        return options
+
     def spent(self, units, engine):
-        if self.calibration_name == "basic":
-            return units * self.epsilon_per_query, 0.0
-        rho = units * self.unit_event(self.epsilon_per_query).unit_rho()
-        return rho_to_epsilon(rho, self.delta, self.calibration_name)
+        return per_release_spent(
+            units,
+            self.epsilon_per_query,
+            self.epsilon,
+            self.delta,
+            self.release,
+            self.calibration_name,
+        )
 
     def fitted_attributes(self):
         return {
@@ -103,7 +121,7 @@ class SoftMajorityEngine(Engine):
             noisy = grid_laplace(
                 statistic,
                 2.0 / mech.n_teachers,
-                mech.epsilon_per_query,
+                mech.proba_epsilon,
                 rng=self.noise[1],
                 grid_step=mech.proba_grid_step,
                 n_coordinates=mech.n_classes,
@@ -128,19 +146,27 @@ class SoftMajority(_PerQuery):
     ``predict_proba`` rows are Laplace-type releases, ``eps_q^2/2``-zCDP
     against the exponential mechanism's ``eps_q^2/8`` (bounded range, Cesar
     and Rogers 2021): under a zCDP or RDP calibration a probability row
-    costs :attr:`proba_cost` = 4 units, under basic composition 1.
+    costs :attr:`proba_cost` = 4 units, under basic and optimal (``kov``)
+    composition 1; under the exact ``bounded_range`` calibration a row is
+    released at ``eps_q/2`` (:attr:`proba_epsilon`) for 1 unit.
 
     Examples
     --------
     >>> from dpsklearn.mechanisms import SoftMajority
     >>> mech = SoftMajority.calibrate(
-    ...     1.0, 1e-5, max_queries=1000, n_teachers=100, n_classes=2)
+    ...     1.0, 1e-5, max_queries=1000, n_teachers=100, n_classes=2,
+    ...     calibration="rdp")
     >>> mech.calibration_name, round(mech.epsilon_per_query, 4), mech.proba_cost
     ('rdp', 0.0156, 4)
+    >>> mech = SoftMajority.calibrate(
+    ...     1.0, 1e-5, max_queries=1000, n_teachers=100, n_classes=2)
+    >>> mech.calibration_name, round(mech.epsilon_per_query, 4), mech.proba_cost
+    ('bounded_range', 0.0168, 1)
     """
 
     n_streams = 2  # predict, predict_proba
     unit_event = BoundedRangeEvent
+    release = "exponential"
 
     def __init__(
         self,
@@ -178,13 +204,34 @@ class SoftMajority(_PerQuery):
         # rows, which share the units.
         return [PureEvent(self.epsilon_per_query, count=self.max_queries, label=label)]
 
+    def _curve_events(self, label):
+        if self.calibration_name in ("basic", "kov"):
+            return self._basic_events(label)
+        # zcdp, rdp: a probability row is 4 units of eps_q^2/8 = its eps_q^2/2;
+        # bounded_range: it is pure eps_q/2, also eps_q^2/8 (and eps_q-BR).
+        eps_q, m = self.epsilon_per_query, self.max_queries
+        return [BoundedRangeEvent(eps_q, count=m, label=label)]
+
     @property
     def proba_cost(self):
         """Query units of one ``predict_proba`` row."""
-        if self.calibration_name == "basic":
+        if self.calibration_name in ("basic", "kov", "bounded_range"):
             return 1
         ratio = PureEvent(1.0).unit_rho() / BoundedRangeEvent(1.0).unit_rho()
         return int(round(ratio))
+
+    @property
+    def proba_epsilon(self):
+        """The pure epsilon of one ``predict_proba`` row.
+
+        ``eps_q``, except under the ``bounded_range`` calibration, whose
+        units are ``eps_q``-bounded-range releases: a pure ``eps_q/2`` row
+        has privacy loss in ``[-eps_q/2, eps_q/2]``, a range of ``eps_q``,
+        so it is one such unit (``docs/design.rst``, "Per-query releases").
+        """
+        if self.calibration_name == "bounded_range":
+            return self.epsilon_per_query / 2.0
+        return self.epsilon_per_query
 
     @property
     def proba_grid_step(self):
@@ -238,7 +285,7 @@ class GridLaplaceRelease(_PerQuery):
     >>> mech = GridLaplaceRelease.calibrate(
     ...     1.0, 1e-5, max_queries=100, sensitivity=0.01, bounds=(0.0, 1.0))
     >>> mech.calibration_name, mech.grid_step
-    ('rdp', 7.62939453125e-06)
+    ('kov', 7.62939453125e-06)
     """
 
     n_streams = 1

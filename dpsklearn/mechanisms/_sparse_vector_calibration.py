@@ -3,28 +3,37 @@
 The guarantee of the test has two parts (``docs/design.rst``, "The sparse
 vector stability test"):
 
-* the *sparse vector part*: ``T`` AboveThreshold instances, each with
-  threshold noise ``DLap(lam)`` and query noise ``DLap(2 lam)``, each
-  ``eps0 = 2 / lam``-DP, composed over the ``T`` threshold draws;
+* the *sparse vector part*: ``T`` AboveThreshold instances with threshold
+  noise of scale ``s_t`` and query noise of scale ``s_q``, composed over the
+  ``T`` threshold draws, together with the paid fallback answers;
 * the *stability part*: the bad event that a query whose answer differs
   between neighbours passes. Over at most ``T`` threshold draws it has
-  probability at most ``T p`` with ``p = P(DLap(2 lam) - DLap(lam) > w)``,
-  computed exactly by :func:`stability_tail_probability`.
+  probability at most ``T p`` with ``p = P(Z_query - Z_threshold > w)``.
 
-A calibration chooses ``lam`` and ``w`` for a budget:
+A calibration chooses the noises, ``w`` and the fallback's epsilon for a
+budget ``(epsilon, delta)``:
 
-``"paper"``
-    Bassily, Thakkar and Thakurta (2018), Algorithm 3: ``lam = sqrt(32 T
-    ln(2/delta)) / epsilon`` and ``w = 2 lam ln(2T/delta)``, justified by
-    advanced composition at ``delta/2``; admissible only where that bound
-    really is at most ``epsilon`` (it overspends at large epsilon).
-``"exact"``
-    ``lam = 2 / eps0`` with ``eps0`` the largest per-instance epsilon whose
+``"paper"``, ``"exact"``, ``"pure"``
+    The structure of Bassily, Thakkar and Thakurta (2018), Algorithm 3:
+    threshold noise ``DLap(lam)``, query noise ``DLap(2 lam)``, ``w = 2 lam
+    ln(2T/delta)`` from the tail bound ``p < exp(-w / (2 lam))``, and the
+    fallbacks paid separately (``share * epsilon`` by basic composition).
+    ``paper``: ``lam = sqrt(32 T ln(2/delta)) / epsilon`` (advanced
+    composition at ``delta/2``; admissible only where that bound really is
+    at most its epsilon); ``exact``: the largest ``eps0 = 2/lam`` whose
     ``T``-fold optimal composition (Kairouz, Oh and Viswanath 2015) is
-    ``(epsilon, delta/2)``-DP; ``w`` as for paper.
-``"pure"``
-    ``lam = 2T / epsilon`` (basic composition) and ``w = 2 lam ln(T/delta)``:
-    the whole delta goes to the stability part.
+    ``(epsilon, delta/2)``-DP; ``pure``: ``lam = 2T / epsilon`` (basic
+    composition) and ``w = 2 lam ln(T/delta)``.
+``"laplace"``
+    Discrete Laplace noises at the split of ``eps0`` that minimises ``w``
+    (Lyu, Su and Li 2017), the exact tail inverted, the delta split
+    searched, and the instances composed jointly with the fallbacks by
+    optimal composition (``docs/design.rst``, "The sparse vector test at
+    full strength").
+``"gaussian"``
+    Discrete Gaussian noises, composed in RDP (Zhu and Wang 2020, Theorem
+    8). Its bound grows with the number of queries one instance can see, so
+    it needs ``max_queries`` (None makes it inadmissible).
 
 ``"auto"`` takes the admissible calibration with the smallest threshold
 ``w``: the pass rate depends on ``w``.
@@ -35,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -51,6 +60,20 @@ from ..accounting._composition import (
     _kov_log_delta,
     _kov_max_epsilon0,
 )
+from ..accounting._optimal_composition import two_kind_epsilon, two_kind_log_delta
+from ._sparse_vector_routes import (
+    _FALLBACK_ZCDP,
+    gaussian_route,
+    laplace_route,
+    rdp_route_epsilon,
+)
+from ._sparse_vector_tails import (
+    _tail,
+    difference_tail,
+    pass_probabilities,
+    stability_tail_bound,
+    stability_tail_probability,
+)
 
 __all__ = [
     "SPARSE_VECTOR_CALIBRATIONS",
@@ -62,165 +85,59 @@ __all__ = [
 ]
 
 #: Calibrations of the sparse vector engine, in order of preference on ties.
-SPARSE_VECTOR_CALIBRATIONS = ("pure", "exact", "paper")
-
-_FINITE = Interval(Real, -math.inf, math.inf, closed="neither")
-
-
-# -- the stability part: the exact tail of DLap(2 lam) - DLap(lam) ----------
-def _tail_n(threshold):
-    """Smallest integer n with n > threshold (the difference is an integer)."""
-    return math.floor(threshold) + 1
-
-
-def _log_tail_at_least(n, b, log_b):
-    """log P(D >= n) for an integer n >= 1, D = DLap(2 lam) - DLap(lam).
-
-    Derivation (``docs/design.rst``, "The sparse vector stability test").
-    With ``a = b`` and ``c = b**2`` the geometric parameters of DLap(2 lam)
-    and DLap(lam), the pmf of D = Z1 + (-Z2) (both
-    symmetric) is, for d >= 0, a convolution of two two-sided geometric
-    series::
-
-        P(D = d) = K [ c^d (1/(1-ac) - a/(a-c)) + a^d (1/(1-ac) + c/(a-c)) ]
-
-    with ``K = (1-a)(1-c) / ((1+a)(1+c)) = (1-b)^2 / (1+b^2)``. Summing the
-    two geometric tails from d = n and simplifying with ``a = b, c = b^2``::
-
-        P(D >= n) = b^n / (1+b+b^2) * [ (1+b) - b^(n+1) / (1+b^2) ].
-
-    The first term alone is :func:`stability_tail_bound`; the bracket lies in
-    (1/2, 2), so the product is well conditioned and only ``b^n`` needs log space.
-    """
-    # ``log_b = -1/(2 lam)`` is passed exactly, not recomputed from ``b``.
-    bracket = (1.0 + b) - math.exp((n + 1) * log_b) / (1.0 + b * b)
-    return n * log_b + math.log(bracket) - math.log1p(b + b * b)
-
-
-def _b_of(noise_scale):
-    log_b = -1.0 / (2.0 * noise_scale)
-    return math.exp(log_b), log_b
-
-
-@validate_params(
-    {
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [_FINITE],
-    },
-    prefer_skip_nested_validation=True,
-)
-def stability_tail_probability(noise_scale, threshold):
-    """Exact probability that the stability test passes an unstable query.
-
-    Returns ``P(Z1 - Z2 > w)`` for independent ``Z1 ~ DLap(2 lam)`` and
-    ``Z2 ~ DLap(lam)``, where ``DLap(t)`` has ``P(z) = (1-a)/(1+a) a^|z|``,
-    ``a = exp(-1/t)`` (``docs/design.rst``, "Noise primitives"). Since ``Z1 - Z2`` is an
-    integer the event is ``Z1 - Z2 >= floor(w) + 1``.
-
-    Parameters
-    ----------
-    noise_scale : float
-        The threshold noise scale ``lam`` (> 0); the query noise has scale
-        ``2 lam``.
-    threshold : float
-        The threshold ``w`` (any finite real).
-
-    Returns
-    -------
-    p : float
-        With ``b = exp(-1/(2 lam))`` and ``n = floor(w) + 1 >= 1``,
-        ``p = b^n / (1+b+b^2) * ((1+b) - b^(n+1) / (1+b^2))``; for ``n <= 0``
-        the symmetry of ``Z1 - Z2`` gives ``1 - P(Z1 - Z2 >= 1 - n)``.
-
-    See Also
-    --------
-    stability_tail_bound : the simpler upper bound.
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import stability_tail_probability
-    >>> p = stability_tail_probability(10.0, 100.0)
-    >>> bool(p < 1e-2 / 2)
-    True
-    """
-    return _tail(float(noise_scale), float(threshold))
-
-
-def _tail(noise_scale, threshold):
-    """:func:`stability_tail_probability` without validation (for inner loops)."""
-    b, log_b = _b_of(noise_scale)
-    n = _tail_n(threshold)
-    if n >= 1:
-        return math.exp(_log_tail_at_least(n, b, log_b))
-    # D is symmetric: P(D >= n) = 1 - P(D <= n - 1) = 1 - P(D >= 1 - n).
-    return -math.expm1(_log_tail_at_least(1 - n, b, log_b))
-
-
-@validate_params(
-    {
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [_FINITE],
-    },
-    prefer_skip_nested_validation=True,
-)
-def stability_tail_bound(noise_scale, threshold):
-    """The simple upper bound on :func:`stability_tail_probability`.
-
-    Parameters
-    ----------
-    noise_scale : float
-        The threshold noise scale ``lam`` (> 0).
-    threshold : float
-        The threshold ``w``.
-
-    Returns
-    -------
-    bound : float
-        ``b^(floor(w)+1) (1+b) / (1+b+b^2)`` with ``b = exp(-1/(2 lam))``,
-        capped at 1. It is below ``exp(-w / (2 lam))``.
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import stability_tail_bound
-    >>> round(stability_tail_bound(1.0, 0.0), 4)  # b (1 + b) / (1 + b + b^2)
-    0.4935
-    """
-    b, log_b = _b_of(float(noise_scale))
-    log_bound = (
-        _tail_n(float(threshold)) * log_b + math.log1p(b) - math.log1p(b + b * b)
-    )
-    return math.exp(min(0.0, log_bound))
+SPARSE_VECTOR_CALIBRATIONS = ("laplace", "pure", "exact", "paper", "gaussian")
+#: The calibrations with the structure of Bassily, Thakkar and Thakurta (2018).
+PAPER_STRUCTURE = ("pure", "exact", "paper")
 
 
 # -- the calibrations ----------------------------------------------------------
 @dataclass(frozen=True)
 class SparseVectorCalibration:
-    """The frozen noise scale and threshold of a sparse vector engine.
+    """The frozen noises, threshold and fallback epsilon of a stability test.
 
     Attributes
     ----------
-    name : {"paper", "exact", "pure"}
+    name : {"laplace", "pure", "exact", "paper", "gaussian"}
         Which calibration produced it.
     epsilon : float
-        The epsilon given to the sparse vector part.
+        The whole test's epsilon: its AboveThreshold instances and its paid
+        fallback answers.
     delta : float
         The total delta (sparse vector part plus stability part).
     cutoff : int
         T, the number of threshold draws paid for.
-    noise_scale : float
-        ``lam``: threshold noise ``DLap(lam)``, query noise ``DLap(2 lam)``.
+    noise : {"laplace", "gaussian"}
+        The discrete noise of the threshold and of the queries.
+    threshold_scale, query_scale : float
+        Their scales: ``DLap(scale)`` or ``N_Z(0, scale^2)``.
     threshold : float
         ``w``.
-    per_instance_epsilon : float
-        ``eps0 = 2 / lam``, the epsilon of one AboveThreshold instance.
-    composed_epsilon : float
-        What the calibration's own composition theorem gives for T instances
-        of eps0 at the sparse vector part's delta (DRV for paper, optimal
-        KOV composition for exact, ``T eps0`` for pure). At most ``epsilon``
-        for an admissible calibration.
+    sparse_vector_delta : float
+        The delta of the sparse vector part; the rest of ``delta`` is the
+        stability part's.
     tail_probability : float
-        Exact ``p = P(DLap(2 lam) - DLap(lam) > w)``; the stability part's
-        delta is at most ``T p``.
+        ``p = P(Z_query - Z_threshold > w)`` (exact for Laplace noises, an
+        upper bound for Gaussian ones); the stability part's delta is at
+        most ``T p``.
+    composition : {"drv", "kov", "basic", "joint", "rdp"}
+        How the instances and the fallbacks compose: advanced (``paper``),
+        optimal (``exact``) or basic (``pure``) composition of the instances
+        plus the fallbacks by basic composition; the optimal composition of
+        both together (``laplace``); RDP (``gaussian``).
+    per_instance : float
+        ``eps0`` of one instance (Laplace noises), or its RDP coefficient
+        ``c`` (``alpha c`` plus the ``log K`` term; Gaussian noises).
+    n_fallbacks : int
+        Fallback answers paid for (0 without a paid fallback).
+    fallback_epsilon : float
+        Epsilon of one fallback answer.
+    fallback_kind : {"bounded_range", "pure"}
+        The exponential mechanism (bounded range) or a pure release.
+    max_queries : int or None
+        ``K``, the most queries one instance can see (``gaussian`` only).
+    composed_epsilon : float
+        What the calibration's composition gives for all ``T`` instances and
+        ``n_fallbacks`` answers. At most ``epsilon`` for an admissible one.
 
     Examples
     --------
@@ -234,16 +151,34 @@ class SparseVectorCalibration:
     epsilon: float
     delta: float
     cutoff: int
-    noise_scale: float
+    noise: str
+    threshold_scale: float
+    query_scale: float
     threshold: float
-    per_instance_epsilon: float
-    composed_epsilon: float
+    sparse_vector_delta: float
     tail_probability: float
+    composition: str
+    per_instance: float
+    n_fallbacks: int = 0
+    fallback_epsilon: float = 0.0
+    fallback_kind: str = "bounded_range"
+    max_queries: int | None = None
+    composed_epsilon: float = math.nan
 
     @property
-    def sparse_vector_delta(self):
-        """The delta of the sparse vector part (0 for ``pure``)."""
-        return 0.0 if self.name == "pure" else self.delta / 2.0
+    def noise_scale(self):
+        """The threshold noise's scale (``lam`` of the paper's structure)."""
+        return self.threshold_scale
+
+    @property
+    def per_instance_epsilon(self):
+        """``eps0`` of one AboveThreshold instance (inf for Gaussian noises)."""
+        return self.per_instance if self.noise == "laplace" else math.inf
+
+    @property
+    def paper_structure(self):
+        """Whether the fallbacks are paid separately, by basic composition."""
+        return self.composition in ("drv", "kov", "basic")
 
     @property
     def stability_delta(self):
@@ -251,24 +186,32 @@ class SparseVectorCalibration:
         return self.delta - self.sparse_vector_delta
 
     @property
+    def sparse_vector_epsilon(self):
+        """Epsilon of the ``T`` instances without the fallbacks.
+
+        Under the paper's structure, the share of ``epsilon`` they are given;
+        under the joint calibrations, what the ``T`` instances alone compose
+        to.
+        """
+        if self.paper_structure:
+            return self.epsilon - self.n_fallbacks * self.fallback_epsilon
+        return self.epsilon_after(self.cutoff, 0)
+
+    @property
     def admissible(self):
         """Whether the composed epsilon and the stability bound fit the budget."""
-        return (
-            self.composed_epsilon <= self.epsilon * (1 + 1e-12)
-            and self.cutoff * self.tail_probability <= self.stability_delta
-        )
+        return self.composed_epsilon <= self.epsilon * (
+            1 + 1e-12
+        ) and self.cutoff * self.tail_probability <= self.stability_delta * (1 + 1e-12)
 
-    def epsilon_after(self, n_instances):
-        """Epsilon of the first ``n_instances`` AboveThreshold instances.
+    def epsilon_after(self, n_instances, n_fallbacks=0):
+        """Epsilon of the first ``n_instances`` instances and ``n_fallbacks`` answers.
 
-        The calibration's own composition theorem at the sparse vector
-        part's delta, never above basic composition ``n eps0``.
+        The calibration's own composition at the sparse vector part's delta,
+        never above basic composition.
         """
-        n = int(n_instances)
-        if n <= 0:
-            return 0.0
-        eps0 = self.per_instance_epsilon
-        return min(n * eps0, _COMPOSED[self.name](eps0, n, self.delta))
+        n, f = max(0, int(n_instances)), max(0, int(n_fallbacks))
+        return _composed(self, n, f)
 
     def delta_after(self, n_instances):
         """Delta of the first ``n_instances`` instances: their part plus ``n p``."""
@@ -277,18 +220,58 @@ class SparseVectorCalibration:
             return 0.0
         return self.sparse_vector_delta + n * self.tail_probability
 
+    def pass_probability(self, distance):
+        """``P(d + Z_query > w + Z_threshold)`` for distances ``d`` (planning).
 
-def _make(name, epsilon, delta, cutoff, lam, w, composed):
-    return SparseVectorCalibration(
+        Examples
+        --------
+        >>> from dpsklearn.mechanisms import calibrate_sparse_vector
+        >>> cal = calibrate_sparse_vector(1.0, 1e-5, 100)
+        >>> round(cal.pass_probability(cal.threshold), 2)  # d = w: about 1/2
+        0.5
+        """
+        return pass_probabilities(
+            distance, self.threshold, self.query_scale, self.threshold_scale, self.noise
+        )
+
+
+def _composed(cal, n, f):
+    """Epsilon of ``n`` instances and ``f`` fallback answers under ``cal``."""
+    if n == 0 and f == 0:
+        return 0.0
+    delta_sv = cal.sparse_vector_delta
+    if cal.composition == "rdp":
+        fallback_coef = _FALLBACK_ZCDP[cal.fallback_kind] * cal.fallback_epsilon**2
+        return rdp_route_epsilon(
+            n, cal.per_instance, cal.max_queries, f, fallback_coef, delta_sv
+        )
+    eps0, eps_f = cal.per_instance, cal.fallback_epsilon
+    basic = n * eps0 + f * eps_f
+    if cal.composition == "joint":
+        return min(basic, two_kind_epsilon(eps0, n, eps_f, f, delta_sv))
+    # The paper's structure: the instances by their theorem, the fallbacks
+    # by basic composition.
+    instances = n * eps0
+    if n and cal.composition == "drv":
+        instances = min(instances, _drv_epsilon(eps0, n, delta_sv))
+    elif n and cal.composition == "kov":
+        instances = min(instances, _kov_epsilon(eps0, n, delta_sv))
+    return instances + f * eps_f
+
+
+# -- the paper's structure: paper, exact, pure ------------------------------------
+def _paper_structure(name, lam, w, sv_delta, composition):
+    """A calibration with threshold noise DLap(lam) and query noise DLap(2 lam)."""
+    return dict(
         name=name,
-        epsilon=epsilon,
-        delta=delta,
-        cutoff=cutoff,
-        noise_scale=lam,
+        noise="laplace",
+        threshold_scale=lam,
+        query_scale=2.0 * lam,
         threshold=w,
-        per_instance_epsilon=2.0 / lam,
-        composed_epsilon=composed,
+        sparse_vector_delta=sv_delta,
         tail_probability=_tail(lam, w),
+        composition=composition,
+        per_instance=2.0 / lam,
     )
 
 
@@ -298,8 +281,7 @@ def _paper(epsilon, delta, cutoff):
     # w puts P(pass | unstable) < exp(-w / (2 lam)) = delta / (2T) per draw.
     lam = math.sqrt(32.0 * cutoff * math.log(2.0 / delta)) / epsilon
     w = 2.0 * lam * math.log(2.0 * cutoff / delta)
-    composed = _drv_epsilon(2.0 / lam, cutoff, delta / 2.0)
-    return _make("paper", epsilon, delta, cutoff, lam, w, composed)
+    return _paper_structure("paper", lam, w, delta / 2, "drv")
 
 
 def _exact(epsilon, delta, cutoff):
@@ -312,10 +294,7 @@ def _exact(epsilon, delta, cutoff):
     while _kov_log_delta(2.0 / lam, cutoff, epsilon) > log_target:
         lam *= 1.0 + 1e-12
     w = 2.0 * lam * math.log(2.0 * cutoff / delta)
-    # delta(epsilon) <= delta/2 was just checked, so the composed epsilon is
-    # at most epsilon; the bisection in kov_epsilon may overshoot by 1e-13.
-    composed = min(epsilon, _kov_epsilon(2.0 / lam, cutoff, delta / 2.0))
-    return _make("exact", epsilon, delta, cutoff, lam, w, composed)
+    return _paper_structure("exact", lam, w, delta / 2, "kov")
 
 
 def _pure(epsilon, delta, cutoff):
@@ -323,90 +302,238 @@ def _pure(epsilon, delta, cutoff):
     # stability part, P(pass | unstable) < exp(-w / (2 lam)) = delta / T.
     lam = 2.0 * cutoff / epsilon
     w = 2.0 * lam * math.log(cutoff / delta)
-    return _make("pure", epsilon, delta, cutoff, lam, w, 2.0 * cutoff / lam)
+    return _paper_structure("pure", lam, w, 0.0, "basic")
 
 
-_SPARSE_VECTOR_BUILDERS = {"paper": _paper, "exact": _exact, "pure": _pure}
-# The composition theorem each calibration certifies its instances with.
-_COMPOSED = {
-    "paper": lambda eps0, n, delta: _drv_epsilon(eps0, n, delta / 2.0),
-    "exact": lambda eps0, n, delta: _kov_epsilon(eps0, n, delta / 2.0),
-    "pure": lambda eps0, n, delta: n * eps0,
-}
+_PAPER_BUILDERS = {"paper": _paper, "exact": _exact, "pure": _pure}
+
+
+def _from_route(name, route, per_instance, composition, common):
+    """A full-strength calibration from its route's parameters.
+
+    Each instance has one fallback slot when there is a paid fallback; the
+    tail is that of the route's two noises at ``w + 1``.
+    """
+    return SparseVectorCalibration(
+        **{**common, "n_fallbacks": common["cutoff"] if common["n_fallbacks"] else 0},
+        name=name,
+        noise=name,
+        threshold_scale=route["threshold_scale"],
+        query_scale=route["query_scale"],
+        threshold=route["threshold"],
+        sparse_vector_delta=route["sparse_vector_delta"],
+        tail_probability=float(
+            difference_tail(
+                int(route["threshold"]) + 1,
+                route["query_scale"],
+                route["threshold_scale"],
+                name,
+            )
+        ),
+        composition=composition,
+        per_instance=per_instance,
+        fallback_epsilon=route["fallback_epsilon"],
+    )
+
+
+def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
+    """One calibration, admissible or not; None where it cannot be built."""
+    common = dict(
+        epsilon=epsilon,
+        delta=delta,
+        cutoff=cutoff,
+        n_fallbacks=n_fallbacks,
+        fallback_kind=kind,
+        max_queries=max_queries,
+    )
+    if name in _PAPER_BUILDERS:
+        # The sparse vector part gets (1 - share) epsilon; the fallbacks
+        # share * epsilon over n_fallbacks answers by basic composition.
+        fields = _PAPER_BUILDERS[name](epsilon * (1.0 - share), delta, cutoff)
+        fallback = epsilon * share / n_fallbacks if n_fallbacks else 0.0
+        cal = SparseVectorCalibration(**common, **fields, fallback_epsilon=fallback)
+    elif name == "laplace":
+        # One fallback slot per instance (``docs/design.rst``, "Joint
+        # composition of the test and its fallback").
+        route = laplace_route(epsilon, delta, cutoff, share if n_fallbacks else 0.0)
+        cal = _from_route("laplace", route, route["eps0"], "joint", common)
+    else:  # gaussian
+        if max_queries is None:
+            return None
+        route = gaussian_route(
+            epsilon, delta, cutoff, share if n_fallbacks else 0.0, max_queries, kind
+        )
+        if route is None:
+            return None
+        cal = _from_route("gaussian", route, route["coefficient"], "rdp", common)
+    composed = _composed(cal, cal.cutoff, cal.n_fallbacks)
+    if cal.composition == "drv":
+        # paper is admissible only where its own theorem (advanced
+        # composition) fits the budget, not by falling back to basic.
+        eps0 = cal.per_instance
+        composed = _drv_epsilon(eps0, cutoff, cal.sparse_vector_delta) + (
+            cal.n_fallbacks * cal.fallback_epsilon
+        )
+    if _delta_checked(cal):
+        # delta(epsilon) <= sparse_vector_delta holds exactly; the bisection
+        # that inverts it may overshoot epsilon by 1e-13.
+        composed = min(composed, epsilon)
+    return _replace(cal, composed_epsilon=composed)
+
+
+def _delta_checked(cal):
+    """Whether the optimal-composition delta at ``cal.epsilon`` fits exactly."""
+    log_target = math.log(cal.sparse_vector_delta) if cal.sparse_vector_delta else None
+    if log_target is None:
+        return False
+    if cal.composition == "kov":
+        budget = cal.epsilon - cal.n_fallbacks * cal.fallback_epsilon
+        return _kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
+    if cal.composition == "joint":
+        log_delta = two_kind_log_delta(
+            cal.per_instance,
+            cal.cutoff,
+            cal.fallback_epsilon,
+            cal.n_fallbacks,
+            cal.epsilon,
+        )
+        return log_delta <= log_target
+    return False
+
+
+def _replace(cal, **changes):
+    return SparseVectorCalibration(**{**cal.__dict__, **changes})
 
 
 @functools.lru_cache(maxsize=1024)
-def _candidates(epsilon, delta, cutoff):
-    out = {}
-    for name in SPARSE_VECTOR_CALIBRATIONS:
-        out[name] = _SPARSE_VECTOR_BUILDERS[name](epsilon, delta, cutoff)
-    return out
+def _candidates(epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
+    return {
+        name: _build(
+            name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries
+        )
+        for name in SPARSE_VECTOR_CALIBRATIONS
+    }
 
 
-@validate_params(
-    {
-        "epsilon": [FINITE_POSITIVE],
-        "delta": [DELTA_POSITIVE],
-        "cutoff": [COUNT],
-    },
-    prefer_skip_nested_validation=True,
-)
-def sparse_vector_candidates(epsilon, delta, cutoff):
+_SHARE = Interval(Real, 0, 1, closed="left")
+_KINDS = StrOptions({"bounded_range", "pure"})
+
+
+def _check_fallback(n_fallbacks, fallback_share):
+    if fallback_share > 0 and n_fallbacks == 0:
+        raise ValueError(
+            "fallback_share > 0 needs n_fallbacks >= 1 (the paid fallback "
+            f"answers), got n_fallbacks=0 and fallback_share={fallback_share!r}."
+        )
+
+
+_PARAMS = {
+    "epsilon": [FINITE_POSITIVE],
+    "delta": [DELTA_POSITIVE],
+    "cutoff": [COUNT],
+    "n_fallbacks": [Interval(Integral, 0, None, closed="left")],
+    "fallback_share": [_SHARE],
+    "fallback_kind": [_KINDS],
+    "max_queries": [COUNT, None],
+}
+
+
+@validate_params(_PARAMS, prefer_skip_nested_validation=True)
+def sparse_vector_candidates(
+    epsilon,
+    delta,
+    cutoff,
+    *,
+    n_fallbacks=0,
+    fallback_share=0.0,
+    fallback_kind="bounded_range",
+    max_queries=None,
+):
     """All sparse vector calibrations for a budget; None where not admissible.
 
     Parameters
     ----------
     epsilon : float
-        Epsilon of the sparse vector part (finite, > 0).
+        Epsilon of the whole test (finite, > 0).
     delta : float
         Total delta, in (0, 1).
     cutoff : int
-        T, the number of threshold draws (the estimators' ``max_unstable``).
+        T, the number of threshold draws (``max_unstable``, or ``T + 1`` for
+        the soft-label double test).
+    n_fallbacks : int, default=0
+        Fallback answers paid for under the paper's structure (``T`` noisy
+        maxima, or ``ceil(T/2)`` noisy means); ``laplace`` and ``gaussian``
+        pay one slot per instance instead.
+    fallback_share : float, default=0.0
+        The fallbacks' share of the budget, in [0, 1).
+    fallback_kind : {"bounded_range", "pure"}, default="bounded_range"
+    max_queries : int, default=None
+        The most queries one instance can see; ``gaussian`` needs it.
 
     Returns
     -------
     candidates : dict of str to SparseVectorCalibration or None
-        Keys ``"paper"``, ``"exact"``, ``"pure"``. ``"paper"`` is None when
-        its DRV composed epsilon exceeds ``epsilon``.
+        Keys ``"laplace"``, ``"pure"``, ``"exact"``, ``"paper"``,
+        ``"gaussian"``. None where not admissible (``paper`` at large
+        epsilon, ``gaussian`` without ``max_queries``).
 
     Examples
     --------
     >>> from dpsklearn.mechanisms import sparse_vector_candidates
     >>> cands = sparse_vector_candidates(50.0, 1e-5, 100)
-    >>> cands["paper"] is None, cands["exact"].name
-    (True, 'exact')
+    >>> cands["paper"] is None, cands["gaussian"] is None, cands["exact"].name
+    (True, True, 'exact')
     """
-    cands = _candidates(float(epsilon), float(delta), int(cutoff))
-    return {name: (c if c.admissible else None) for name, c in cands.items()}
+    _check_fallback(n_fallbacks, fallback_share)
+    cands = _candidates(
+        float(epsilon),
+        float(delta),
+        int(cutoff),
+        int(n_fallbacks),
+        float(fallback_share),
+        fallback_kind,
+        None if max_queries is None else int(max_queries),
+    )
+    return {
+        name: (c if c is not None and c.admissible else None)
+        for name, c in cands.items()
+    }
 
 
 @validate_params(
-    {
-        "epsilon": [FINITE_POSITIVE],
-        "delta": [DELTA_POSITIVE],
-        "cutoff": [COUNT],
-        "calibration": [StrOptions({"auto", *SPARSE_VECTOR_CALIBRATIONS})],
-    },
+    {**_PARAMS, "calibration": [StrOptions({"auto", *SPARSE_VECTOR_CALIBRATIONS})]},
     prefer_skip_nested_validation=True,
 )
-def calibrate_sparse_vector(epsilon, delta, cutoff, calibration="auto"):
-    """Noise scale and threshold of the sparse vector engine.
+def calibrate_sparse_vector(
+    epsilon,
+    delta,
+    cutoff,
+    calibration="auto",
+    *,
+    n_fallbacks=0,
+    fallback_share=0.0,
+    fallback_kind="bounded_range",
+    max_queries=None,
+):
+    """Noises, threshold and fallback epsilon of a sparse vector stability test.
 
-    See ``docs/design.rst``, "The sparse vector stability test".
+    See ``docs/design.rst``, "The sparse vector stability test" and "The
+    sparse vector test at full strength".
 
     Parameters
     ----------
     epsilon : float
-        Epsilon of the sparse vector part (finite, > 0).
+        Epsilon of the whole test, fallbacks included (finite, > 0).
     delta : float
-        Total delta, in (0, 1): half to the sparse vector part and half to the
-        stability part for ``"paper"`` and ``"exact"``, all of it to the
-        stability part for ``"pure"``.
+        Total delta, in (0, 1).
     cutoff : int
-        T, the number of threshold draws (``max_unstable``, >= 1).
-    calibration : {"auto", "paper", "exact", "pure"}, default="auto"
+        T, the number of threshold draws (>= 1).
+    calibration : {"auto", "laplace", "pure", "exact", "paper", "gaussian"}, \
+default="auto"
         ``"auto"`` takes the admissible calibration with the smallest
         threshold ``w``.
+    n_fallbacks, fallback_share, fallback_kind, max_queries
+        As in :func:`sparse_vector_candidates`.
 
     Returns
     -------
@@ -416,9 +543,9 @@ def calibrate_sparse_vector(epsilon, delta, cutoff, calibration="auto"):
     Raises
     ------
     ValueError
-        For a bad input (naming ``epsilon``, ``delta``, ``max_unstable`` or
-        ``calibration``), or when ``"paper"`` is requested where its composed
-        epsilon exceeds ``epsilon``.
+        For a bad input (naming the parameter), or when the requested
+        calibration is not admissible (``paper`` at large epsilon,
+        ``gaussian`` without ``max_queries``).
 
     Notes
     -----
@@ -428,26 +555,55 @@ def calibrate_sparse_vector(epsilon, delta, cutoff, calibration="auto"):
     --------
     >>> from dpsklearn.mechanisms import calibrate_sparse_vector
     >>> cal = calibrate_sparse_vector(1.0, 1e-5, 100)
-    >>> cal.name, round(cal.threshold, -1)
-    ('exact', 2580.0)
+    >>> cal.name, cal.threshold
+    ('laplace', 2104.0)
+    >>> calibrate_sparse_vector(1.0, 1e-5, 100, "exact").threshold > 2500
+    True
     """
-    return _calibrate_cached(float(epsilon), float(delta), int(cutoff), calibration)
+    _check_fallback(n_fallbacks, fallback_share)
+    return _calibrate_cached(
+        float(epsilon),
+        float(delta),
+        int(cutoff),
+        calibration,
+        int(n_fallbacks),
+        float(fallback_share),
+        fallback_kind,
+        None if max_queries is None else int(max_queries),
+    )
 
 
 @functools.lru_cache(maxsize=1024)
-def _calibrate_cached(epsilon, delta, cutoff, calibration):
-    cands = _candidates(epsilon, delta, cutoff)
+def _calibrate_cached(
+    epsilon, delta, cutoff, calibration, n_fallbacks, share, kind, max_queries
+):
+    cands = _candidates(epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries)
     if calibration != "auto":
         chosen = cands[calibration]
+        if chosen is None and max_queries is not None:
+            raise ValueError(
+                f"calibration='gaussian' has no noise scale that fits epsilon="
+                f"{epsilon!r}, delta={delta!r} with max_unstable={cutoff} and "
+                f"max_queries={max_queries}: the log(max_queries) term of its "
+                "Renyi bound alone exceeds the budget. Use calibration='auto' "
+                "or 'laplace'."
+            )
+        if chosen is None:
+            raise ValueError(
+                "calibration='gaussian' needs max_queries (the most queries one "
+                "AboveThreshold instance can see is part of its guarantee); "
+                "set max_queries or use calibration='auto' or 'laplace'."
+            )
         if not chosen.admissible:
             raise ValueError(
                 f"calibration={calibration!r} is not admissible for epsilon="
                 f"{epsilon!r}, delta={delta!r}, max_unstable={cutoff}: its "
                 f"composed epsilon is {chosen.composed_epsilon:.6g} > epsilon="
-                f"{epsilon!r}. Use calibration='auto', 'exact' or 'pure'."
+                f"{epsilon!r}. Use calibration='auto', 'laplace', 'exact' or "
+                "'pure'."
             )
         return chosen
-    admissible = [c for c in cands.values() if c.admissible]
+    admissible = [c for c in cands.values() if c is not None and c.admissible]
     order = {name: i for i, name in enumerate(SPARSE_VECTOR_CALIBRATIONS)}
     return min(admissible, key=lambda c: (c.threshold, order[c.name]))
 

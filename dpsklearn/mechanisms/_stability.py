@@ -20,7 +20,7 @@ import numpy as np
 
 from ..accounting._events import ApproximateEvent, BoundedRangeEvent, PureEvent
 from ..noise import (
-    DiscreteLaplaceStream,
+    DiscreteNoiseStream,
     default_grid_step,
     exponential_mechanism,
     grid_laplace,
@@ -37,16 +37,23 @@ __all__ = [
 ]
 
 
+def _noise_stream(calibration, scale, generator, reseed):
+    return DiscreteNoiseStream(scale, generator, reseed, distribution=calibration.noise)
+
+
 def _sparse_vector_engine(calibration, cutoff, noise):
     """A sparse vector engine on the first two noise streams."""
-    lam = calibration.noise_scale
     reseed = noise.reseed_on_copy
     return SparseVectorEngine(
         threshold=calibration.threshold,
-        noise_scale=lam,
+        noise_scale=calibration.threshold_scale,
         cutoff=cutoff,
-        query_noise=DiscreteLaplaceStream(2.0 * lam, noise[0], reseed),
-        threshold_noise=DiscreteLaplaceStream(lam, noise[1], reseed),
+        query_noise=_noise_stream(
+            calibration, calibration.query_scale, noise[0], reseed
+        ),
+        threshold_noise=_noise_stream(
+            calibration, calibration.threshold_scale, noise[1], reseed
+        ),
     )
 
 
@@ -118,21 +125,40 @@ class _TestMechanism(Mechanism):
     """What both tests share: a sparse vector calibration and a paid fallback."""
 
     def spent(self, units, engine):
-        # Each threshold draw that saw a query is one AboveThreshold instance;
-        # each fallback answer costs fallback_epsilon (0 when it is free).
+        # Each threshold draw that saw a query is one AboveThreshold instance.
+        # Under the paper's structure each fallback answer given costs
+        # fallback_epsilon by basic composition; under the joint calibrations
+        # every started instance carries its fallback slot (``docs/design.rst``,
+        # "Joint composition of the test and its fallback").
         started = _instances_started(engine.test)
-        epsilon = self.calibration.epsilon_after(started)
-        epsilon += engine.n_fallback * self.fallback_epsilon
-        return epsilon, self.calibration.delta_after(started)
+        cal = self.calibration
+        if cal.paper_structure:
+            fallbacks = engine.n_fallback
+        else:
+            fallbacks = started if cal.n_fallbacks else 0
+        return cal.epsilon_after(started, fallbacks), cal.delta_after(started)
+
+    def privacy_events(self, label=None):
+        cal = self.calibration
+        if not cal.paper_structure:
+            # The instances and the fallbacks were composed together: one event.
+            return [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
+        paid = cal.n_fallbacks * cal.fallback_epsilon
+        events = [ApproximateEvent(cal.epsilon - paid, cal.delta, label=label)]
+        if cal.n_fallbacks:
+            events.append(self._fallback_event(label))
+        return events
 
     def fitted_attributes(self):
         cal = self.calibration
         return {
             "calibration_": cal.name,
             "threshold_": cal.threshold,
-            "noise_scale_": cal.noise_scale,
-            "sparse_vector_epsilon_": cal.epsilon,
+            "noise_scale_": cal.threshold_scale,
+            "query_noise_scale_": cal.query_scale,
+            "sparse_vector_epsilon_": cal.sparse_vector_epsilon,
             "fallback_epsilon_": self.fallback_epsilon,
+            "max_unstable_": self.max_unstable,
         }
 
 
@@ -144,11 +170,14 @@ class StabilityTest(_TestMechanism):
     exact majority label. A query that fails gets the fallback and ends the
     threshold draw; the engine halts after ``max_unstable = T`` failures.
 
-    Privacy: the sparse vector part is ``(1 - share) epsilon`` (its own
-    delta per the calibration), the stability part the rest of ``delta``,
-    and the ``"noisy_max"`` fallback ``share * epsilon`` over at most ``T``
-    exponential-mechanism answers of ``share * epsilon / T`` each (basic
-    composition).
+    Privacy (``docs/design.rst``, "The sparse vector stability test" and
+    "The sparse vector test at full strength"): the ``T`` AboveThreshold
+    instances and the ``"noisy_max"`` fallback answers (at most one per
+    instance) compose to the calibration's ``(epsilon, delta)`` together
+    with the stability part. Under the paper's structure (``"paper"``,
+    ``"exact"``, ``"pure"``) the instances get ``(1 - share) epsilon`` and
+    the ``T`` fallbacks ``share * epsilon / T`` each by basic composition;
+    ``"laplace"`` and ``"gaussian"`` compose both together.
 
     Parameters
     ----------
@@ -162,9 +191,13 @@ class StabilityTest(_TestMechanism):
     --------
     >>> from dpsklearn.mechanisms import StabilityTest
     >>> test = StabilityTest.calibrate(1.0, 1e-5, max_unstable=100)
-    >>> test.calibration.name, round(test.calibration.threshold, -2)
-    ('exact', 4900.0)
+    >>> test.calibration.name, test.calibration.threshold
+    ('laplace', 3000.0)
     >>> [type(e).__name__ for e in test.privacy_events()]
+    ['ApproximateEvent']
+    >>> legacy = StabilityTest.calibrate(
+    ...     1.0, 1e-5, max_unstable=100, calibration="exact")
+    >>> [type(e).__name__ for e in legacy.privacy_events()]
     ['ApproximateEvent', 'BoundedRangeEvent']
     """
 
@@ -186,26 +219,32 @@ class StabilityTest(_TestMechanism):
         calibration="auto",
         fallback="noisy_max",
         noisy_max_share=0.5,
+        max_queries=None,
     ):
-        """Split the budget between the test and its fallback, and calibrate."""
+        """Calibrate the test and its fallback for the whole budget.
+
+        ``max_queries`` bounds the queries one instance can see (the
+        ``"gaussian"`` calibration needs it).
+        """
         share = noisy_max_share if fallback == "noisy_max" else 0.0
         sparse_vector = calibrate_sparse_vector(
-            epsilon * (1.0 - share), delta, max_unstable, calibration
+            epsilon,
+            delta,
+            max_unstable,
+            calibration,
+            n_fallbacks=max_unstable if share else 0,
+            fallback_share=share,
+            fallback_kind="bounded_range",
+            max_queries=max_queries,
         )
         return cls(
-            sparse_vector, max_unstable, fallback, epsilon * share / max_unstable
+            sparse_vector, max_unstable, fallback, sparse_vector.fallback_epsilon
         )
 
-    def privacy_events(self, label=None):
-        cal = self.calibration
-        events = [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
-        if self.fallback == "noisy_max":
-            events.append(
-                BoundedRangeEvent(
-                    self.fallback_epsilon, count=self.max_unstable, label=label
-                )
-            )
-        return events
+    def _fallback_event(self, label):
+        return BoundedRangeEvent(
+            self.fallback_epsilon, count=self.calibration.n_fallbacks, label=label
+        )
 
     def engine(self, noise):
         return StabilityEngine(self, noise)
@@ -285,8 +324,11 @@ class SoftLabelEngine(_TestEngine):
             mechanism.calibration, mechanism.max_unstable, noise
         )
         # The shifted test's query noise, addressed by query index.
-        self.second_query_noise = DiscreteLaplaceStream(
-            2.0 * mechanism.calibration.noise_scale, noise[2], noise.reseed_on_copy
+        self.second_query_noise = _noise_stream(
+            mechanism.calibration,
+            mechanism.calibration.query_scale,
+            noise[2],
+            noise.reseed_on_copy,
         )
         self.n_fallback = 0
 
@@ -370,25 +412,34 @@ class SoftLabelTest(_TestMechanism):
         calibration="auto",
         fallback="midpoint",
         noisy_mean_share=0.5,
+        max_queries=None,
     ):
-        """Split the budget between the tests and the fallback, and calibrate."""
+        """Calibrate the tests (``T + 1`` draws) and the fallback for the budget."""
         share = noisy_mean_share if fallback == "noisy_mean" else 0.0
         sparse_vector = calibrate_sparse_vector(
-            epsilon * (1.0 - share), delta, max_unstable + 1, calibration
+            epsilon,
+            delta,
+            max_unstable + 1,
+            calibration,
+            n_fallbacks=math.ceil(max_unstable / 2) if share else 0,
+            fallback_share=share,
+            fallback_kind="pure",
+            # An instance sees each query's first test and at most one second
+            # test (the one that started it).
+            max_queries=None if max_queries is None else max_queries + 1,
         )
-        fallback_epsilon = epsilon * share / math.ceil(max_unstable / 2)
-        return cls(sparse_vector, max_unstable, n_bins, fallback, fallback_epsilon)
+        return cls(
+            sparse_vector,
+            max_unstable,
+            n_bins,
+            fallback,
+            sparse_vector.fallback_epsilon,
+        )
 
-    def privacy_events(self, label=None):
-        cal = self.calibration
-        events = [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
-        if self.fallback == "noisy_mean":
-            events.append(
-                PureEvent(
-                    self.fallback_epsilon, count=self.n_fallback_answers, label=label
-                )
-            )
-        return events
+    def _fallback_event(self, label):
+        return PureEvent(
+            self.fallback_epsilon, count=self.calibration.n_fallbacks, label=label
+        )
 
     def engine(self, noise):
         return SoftLabelEngine(self, noise)

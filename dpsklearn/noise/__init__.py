@@ -19,6 +19,7 @@ from ._continuous import (
 )
 from ._discrete import (
     DiscreteLaplaceStream,
+    DiscreteNoiseStream,
     discrete_gaussian,
     discrete_laplace,
     truncated_geometric,
@@ -33,10 +34,11 @@ from ._grid import (
     grid_units,
     l2_grid_units,
 )
-from ._selection import exponential_mechanism, project_to_simplex
+from ._selection import exponential_mechanism, project_to_simplex, repeated_candidates
 
 __all__ = [
     "DiscreteLaplaceStream",
+    "DiscreteNoiseStream",
     "NoiseSource",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
@@ -53,6 +55,7 @@ __all__ = [
     "l2_grid_units",
     "make_noise_generators",
     "project_to_simplex",
+    "repeated_candidates",
     "rounded_gaussian",
     "truncated_geometric",
 ]

@@ -4,8 +4,8 @@ Every integer-valued score the library releases (vote counts, distances to
 instability, bin counts, counting queries) gets integer noise from here, so
 that no released float carries low-order bits of the data (Mironov 2012).
 The formulas and their guarantees are in ``docs/design.rst``, "Noise
-primitives". :class:`DiscreteLaplaceStream` addresses discrete Laplace draws
-by index, so that the sparse vector engine's vectorised search and its
+primitives". :class:`DiscreteNoiseStream` addresses discrete Laplace or
+Gaussian draws by index, so that the sparse vector engine's vectorised search and its
 sequential reference in the tests consume the same noise.
 
 Exactness: numpy's geometric sampler and the discrete Gaussian's acceptance
@@ -25,6 +25,7 @@ from .._validation import FINITE_POSITIVE, validate_params
 
 __all__ = [
     "DiscreteLaplaceStream",
+    "DiscreteNoiseStream",
     "discrete_gaussian",
     "discrete_laplace",
     "truncated_geometric",
@@ -186,10 +187,12 @@ def discrete_gaussian(sigma, size=None, *, rng: np.random.Generator):
     return out.reshape(shape)[()]
 
 
-class DiscreteLaplaceStream:
-    """Discrete Laplace draws addressed by a non-decreasing index.
+class DiscreteNoiseStream:
+    """Integer noise draws addressed by a non-decreasing index.
 
-    ``stream(start, stop)`` returns the draws for indices ``start..stop-1``.
+    ``stream(start, stop)`` returns the draws for indices ``start..stop-1``,
+    from the discrete Laplace ``DLap(scale)`` (:func:`discrete_laplace`) or
+    the discrete Gaussian ``N_Z(0, scale^2)`` (:func:`discrete_gaussian`).
     Draws are made lazily, always in whole chunks of ``chunk_size``, so the
     draw for an index depends only on the generator and the index, whatever
     the pattern of calls (as long as no index is skipped: skipped indices are
@@ -207,24 +210,34 @@ class DiscreteLaplaceStream:
     Parameters
     ----------
     scale : float
+        The discrete Laplace scale ``t`` or the discrete Gaussian ``sigma``.
     rng : numpy.random.Generator
     reseed_on_copy : bool, default=True
     chunk_size : int, default=4096
+    distribution : {"laplace", "gaussian"}, default="laplace"
 
     Examples
     --------
     >>> import numpy as np
-    >>> from dpsklearn.noise import DiscreteLaplaceStream
-    >>> s = DiscreteLaplaceStream(3.0, np.random.default_rng(0))
+    >>> from dpsklearn.noise import DiscreteNoiseStream
+    >>> s = DiscreteNoiseStream(3.0, np.random.default_rng(0), distribution="gaussian")
     >>> a = s(0, 10); b = s(5, 12)
     >>> bool((a[5:] == b[:5]).all())
     True
     """
 
-    def __init__(self, scale, rng, reseed_on_copy=True, chunk_size=4096):
+    def __init__(
+        self, scale, rng, reseed_on_copy=True, chunk_size=4096, distribution="laplace"
+    ):
         self.scale = float(scale)
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
+        if distribution not in _SAMPLERS:
+            raise ValueError(
+                "distribution must be 'laplace' or 'gaussian', got "
+                f"{distribution!r}."
+            )
+        self.distribution = distribution
         self.rng = rng
         self.reseed_on_copy = bool(reseed_on_copy)
         self.chunk_size = int(chunk_size)
@@ -235,7 +248,7 @@ class DiscreteLaplaceStream:
         if self._buffer_start is None:  # a fresh copy: anchor at the first request
             self._buffer_start = start
         if start < self._buffer_start:
-            raise ValueError("DiscreteLaplaceStream only moves forward.")
+            raise ValueError(f"{type(self).__name__} only moves forward.")
         # Discard what lies before start: it can never be asked for again.
         drop = min(start - self._buffer_start, self._buffer.size)
         if drop:
@@ -249,8 +262,9 @@ class DiscreteLaplaceStream:
             # depends on its position in its chunk only, not on how large the
             # request was that first reached it.
             n_chunks = -(-(stop - have_until) // self.chunk_size)
+            sampler = _SAMPLERS[self.distribution]
             fresh = [
-                discrete_laplace(self.scale, size=self.chunk_size, rng=self.rng)
+                np.asarray(sampler(self.scale, size=self.chunk_size, rng=self.rng))
                 for _ in range(n_chunks)
             ]
             self._buffer = np.concatenate([self._buffer, *fresh])
@@ -269,3 +283,23 @@ class DiscreteLaplaceStream:
         self.__dict__.update(state)
         if self.reseed_on_copy:
             self.rng = np.random.default_rng()
+
+
+_SAMPLERS = {"laplace": discrete_laplace, "gaussian": discrete_gaussian}
+
+
+class DiscreteLaplaceStream(DiscreteNoiseStream):
+    """:class:`DiscreteNoiseStream` of discrete Laplace draws ``DLap(scale)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import DiscreteLaplaceStream
+    >>> s = DiscreteLaplaceStream(3.0, np.random.default_rng(0))
+    >>> a = s(0, 10); b = s(5, 12)
+    >>> bool((a[5:] == b[:5]).all())
+    True
+    """
+
+    def __init__(self, scale, rng, reseed_on_copy=True, chunk_size=4096):
+        super().__init__(scale, rng, reseed_on_copy, chunk_size, "laplace")

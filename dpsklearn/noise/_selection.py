@@ -1,10 +1,13 @@
-"""Sampling one answer from scores: the exponential mechanism; simplex projection.
+"""Sampling one answer from scores: the exponential mechanism; simplex projection;
+the runs of a random repetition.
 
 :func:`exponential_mechanism` samples ``r`` with probability proportional to
 ``exp(epsilon u(r) / (2 Delta_u))`` (McSherry and Talwar 2007) by the
 Gumbel-max trick, so it never exponentiates a score and cannot overflow
 (``docs/design.rst``, "Noise primitives"). :func:`project_to_simplex` is
-post-processing for noisy probability vectors.
+post-processing for noisy probability vectors. :func:`repeated_candidates`
+draws the secret number of runs of a private selection by random
+repetition and the candidate of each run (Papernot and Steinke 2022).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 
 from .._validation import FINITE_POSITIVE, validate_params
 
-__all__ = ["exponential_mechanism", "project_to_simplex"]
+__all__ = ["exponential_mechanism", "project_to_simplex", "repeated_candidates"]
 
 
 @validate_params(
@@ -106,3 +109,49 @@ def project_to_simplex(values):
     tau = cumulative[np.arange(rows.shape[0]), rho] / (rho + 1.0)
     projected = np.maximum(rows - tau[:, None], 0.0)
     return projected.reshape(values.shape)
+
+
+def repeated_candidates(n_candidates, shape, parameter, *, rng):
+    """The candidates of the runs of a random repetition, one per run.
+
+    The number of runs ``K`` follows Papernot and Steinke's (2022)
+    distributions: ``shape = inf`` Poisson with mean ``parameter`` (``K``
+    may be 0); otherwise the truncated negative binomial of their
+    Definition 1 with success probability ``gamma = parameter``,
+    ``P(K = k) ~ C(k + shape - 1, k) (1 - gamma)^k`` for ``k >= 1``
+    (``shape = 1`` geometric, ``shape = 0`` the logarithmic distribution
+    ``P(K = k) ~ (1 - gamma)^k / k``). Each run's candidate is uniform over
+    ``n_candidates``. Both are secret: the analysis averages over them.
+
+    Parameters
+    ----------
+    n_candidates : int
+    shape : float
+        ``>= 0`` or ``inf``.
+    parameter : float
+        The Poisson mean, or ``gamma`` in ``(0, 1]``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    candidates : int64 ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import repeated_candidates
+    >>> runs = repeated_candidates(6, 1.0, 0.1, rng=np.random.default_rng(0))
+    >>> bool(runs.size >= 1 and runs.max() < 6)
+    True
+    """
+    if shape == np.inf:
+        n_runs = int(rng.poisson(parameter))
+    elif parameter >= 1.0:
+        n_runs = 1  # gamma = 1: the distribution is a point mass at 1
+    elif shape == 0:
+        n_runs = int(rng.logseries(1.0 - parameter))
+    else:
+        n_runs = 0
+        while n_runs < 1:  # the negative binomial conditioned on K >= 1
+            n_runs = int(rng.negative_binomial(shape, parameter))
+    return rng.integers(n_candidates, size=n_runs).astype(np.int64)

@@ -5,6 +5,8 @@ citing the theorem it evaluates (``docs/design.rst``, "The planner"):
 
 * :mod:`._sparse_vector` -- how many teachers the stability test needs, and
   what passes it;
+* :mod:`._stability_plan` -- which ``k`` and ``T`` answer most of a query
+  stream (:func:`plan_stability_test`);
 * :mod:`._sample_size` -- sample sizes and schedules of the other
   estimators;
 * :mod:`._outcomes` and :mod:`._regime` -- which mechanism answers, and how
@@ -35,11 +37,13 @@ from ._sparse_vector import (
     pass_probability,
     theorem_3_11_n_estimators,
 )
+from ._stability_plan import StabilityPlanRow, plan_stability_test
 
 __all__ = [
     "MECHANISMS",
     "KernelRidgeSchedule",
     "MarginHistogram",
+    "StabilityPlanRow",
     "auto_n_estimators",
     "confident_gnmax_outcome",
     "distance_at_agreement",
@@ -49,6 +53,7 @@ __all__ = [
     "n_estimators_for_agreement",
     "n_estimators_for_agreement_by_calibration",
     "pass_probability",
+    "plan_stability_test",
     "predict_regime",
     "private_margin_histogram",
     "private_prediction_r",

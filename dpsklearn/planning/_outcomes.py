@@ -17,6 +17,7 @@ from scipy.stats import binom
 
 from .._validation import FINITE_POSITIVE, validate_params
 from ..mechanisms._gnmax import _check_counts
+from ..mechanisms._sparse_vector_tails import noise_quantiles, noise_survival
 
 __all__ = [
     "argmax_win_probability",
@@ -176,37 +177,18 @@ def exponential_win_probability(counts, target, eps_q):
     return np.exp(logp[np.arange(len(counts)), target])
 
 
-def _dlap_tail(n, t):
-    """P(DLap(t) >= n) for integer arrays ``n``."""
-    log_b = -1.0 / t
-    log_1pb = math.log1p(math.exp(log_b))
-    n = np.asarray(n, dtype=float)
-    upper = np.exp(np.minimum(n, 1e300) * log_b - log_1pb)  # n >= 1
-    lower = -np.expm1((1.0 - n) * log_b - log_1pb)  # n <= 0
-    return np.where(n >= 1, np.where(n > 1e15, 0.0, upper), lower)
-
-
-def _dlap_quantiles(t, n_nodes):
-    """Mid-point quantiles of DLap(t): a quadrature of ``n_nodes`` equal weights."""
-    u = (np.arange(n_nodes) + 0.5) / n_nodes
-    log_b = -1.0 / t
-    b = math.exp(log_b)
-    with np.errstate(divide="ignore"):
-        negative = np.ceil(np.log(u * (1.0 + b)) / -log_b)
-        positive = np.maximum(0.0, np.ceil(np.log((1.0 - u) * (1.0 + b)) / log_b - 1.0))
-    return np.where(u <= b / (1.0 + b), negative, positive)
-
-
 def sparse_vector_outcome(gap, correct, weights, calibration, m):
     """Expected passes and accuracy of the stability test (fallback "abstain")."""
-    lam, w, cutoff = calibration.noise_scale, calibration.threshold, calibration.cutoff
+    w, cutoff, noise = calibration.threshold, calibration.cutoff, calibration.noise
     dist = np.maximum(0, np.ceil(gap / 2.0) - 1)  # the distance to instability
     values, inverse = np.unique(dist, return_inverse=True)
     mass = np.bincount(inverse, weights=weights)
     good = np.bincount(inverse, weights=weights * correct)
-    w_hat = w + _dlap_quantiles(lam, _THRESHOLD_NODES)  # (M,)
-    # Pass: dist + DLap(2 lam) > w_hat, i.e. DLap(2 lam) >= floor(w_hat - d) + 1.
-    per_value = _dlap_tail(np.floor(w_hat[:, None] - values[None, :]) + 1, 2.0 * lam)
+    w_hat = w + noise_quantiles(calibration.threshold_scale, noise, _THRESHOLD_NODES)
+    # Pass: dist + Z_query > w_hat, i.e. Z_query >= floor(w_hat - d) + 1.
+    per_value = noise_survival(
+        np.floor(w_hat[:, None] - values[None, :]) + 1, calibration.query_scale, noise
+    )
     p = np.clip(per_value @ mass, 0.0, 1.0)  # pass probability per threshold draw
     # Renewal: each threshold draw starts a cycle of Geometric(1 - p) passes
     # ended by a failure; the model halts at the T-th failure or after the m

@@ -32,10 +32,10 @@ from .._validation import (
 )
 from ..mechanisms import (
     SPARSE_VECTOR_CALIBRATIONS,
+    SparseVectorCalibration,
     calibrate_sparse_vector,
     sparse_vector_candidates,
 )
-from ..mechanisms._sparse_vector_calibration import _tail
 
 __all__ = [
     "auto_n_estimators",
@@ -199,61 +199,53 @@ def distance_at_agreement(agreement, n_estimators):
     return int(dist) if dist.ndim == 0 else dist
 
 
+_CALIBRATION = [SparseVectorCalibration]
+
+
 @validate_params(
-    {
-        "distance": [Real],
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [Real],
-    },
+    {"distance": ["array-like", Real], "calibration": _CALIBRATION},
     prefer_skip_nested_validation=True,
 )
-def pass_probability(distance, noise_scale, threshold):
+def pass_probability(distance, calibration):
     """Probability that a query of distance ``d`` passes a fresh threshold draw.
 
-    The query passes when ``d + DLap(2 lam) > w + DLap(lam)``,
-    i.e. ``DLap(2 lam) - DLap(lam) > w - d``, an exact discrete-Laplace tail
-    (:func:`dpsklearn.mechanisms.stability_tail_probability`). A threshold
-    that has survived earlier queries is, if anything, lower, so this is the
-    pessimistic case.
+    The query passes when ``d + Z_query > w + Z_threshold``, i.e.
+    ``Z_query - Z_threshold > w - d``: an exact tail of the difference of
+    the calibration's two noises (``docs/design.rst``, "The tail of the
+    difference of two discrete Laplace noises"; summed numerically for
+    Gaussian noises). A threshold that has survived earlier queries is, if
+    anything, lower, so this is the pessimistic case.
 
     Parameters
     ----------
-    distance : float
-    noise_scale : float
-        ``lam`` (> 0).
-    threshold : float
-        ``w``.
+    distance : int or array of int
+    calibration : SparseVectorCalibration
 
     Returns
     -------
-    p : float
+    p : float or ndarray
 
     Examples
     --------
+    >>> from dpsklearn.mechanisms import calibrate_sparse_vector
     >>> from dpsklearn.planning import pass_probability
-    >>> round(pass_probability(100, 10.0, 100.0), 3)  # d = w: just under 1/2
-    0.492
+    >>> cal = calibrate_sparse_vector(1.0, 1e-5, 100)
+    >>> round(pass_probability(cal.threshold, cal), 2)  # d = w: about 1/2
+    0.5
     """
-    return _tail(float(noise_scale), float(threshold) - float(distance))
+    return calibration.pass_probability(distance)
 
 
 @validate_params(
-    {
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [Real],
-        "beta": [OPEN_UNIT],
-    },
+    {"calibration": _CALIBRATION, "beta": [OPEN_UNIT]},
     prefer_skip_nested_validation=True,
 )
-def min_distance_to_pass(noise_scale, threshold, beta=0.05):
+def min_distance_to_pass(calibration, beta=0.05):
     """Smallest integer distance that passes with probability >= 1 - beta.
 
     Parameters
     ----------
-    noise_scale : float
-        ``lam``.
-    threshold : float
-        ``w``.
+    calibration : SparseVectorCalibration
     beta : float, default=0.05
 
     Returns
@@ -262,23 +254,26 @@ def min_distance_to_pass(noise_scale, threshold, beta=0.05):
 
     Examples
     --------
+    >>> from dpsklearn.mechanisms import calibrate_sparse_vector
     >>> from dpsklearn.planning import min_distance_to_pass, pass_probability
-    >>> d = min_distance_to_pass(10.0, 100.0, beta=0.05)
-    >>> pass_probability(d, 10.0, 100.0) >= 0.95 > pass_probability(d - 1, 10.0, 100.0)
+    >>> cal = calibrate_sparse_vector(1.0, 1e-5, 100)
+    >>> d = min_distance_to_pass(cal, beta=0.05)
+    >>> pass_probability(d, cal) >= 0.95 > pass_probability(d - 1, cal)
     True
     """
-    return _min_distance_to_pass(float(noise_scale), float(threshold), float(beta))
+    return _min_distance_to_pass(calibration, float(beta))
 
 
-def _min_distance_to_pass(lam, w, beta):
+@functools.lru_cache(maxsize=512)
+def _min_distance_to_pass(calibration, beta):
     target = 1.0 - beta
 
     def ok(d):
-        return _tail(lam, w - d) >= target
+        return calibration.pass_probability(d) >= target
 
     if ok(0):
         return 0
-    lo, hi = 0, max(1, math.ceil(w))
+    lo, hi = 0, max(1, math.ceil(calibration.threshold))
     while not ok(hi):
         lo, hi = hi, 2 * hi
     while hi - lo > 1:  # ok(hi) and not ok(lo): the pass probability grows with d
@@ -319,8 +314,8 @@ def n_estimators_for_agreement(
 ):
     """Smallest k at which a query of teacher agreement ``a`` passes w.p. 1 - beta.
 
-    Evaluates the sparse vector test exactly: the calibration gives ``lam``
-    and ``w`` (:func:`dpsklearn.mechanisms.calibrate_sparse_vector`); a query on
+    Evaluates the sparse vector test exactly: the calibration gives the
+    noises and ``w`` (:func:`dpsklearn.mechanisms.calibrate_sparse_vector`); a query on
     which a fraction ``a`` of the ``k`` teachers agree has distance
     :func:`distance_at_agreement`, and passes with
     :func:`pass_probability`. The answer is the smallest ``k`` whose distance
@@ -338,7 +333,7 @@ def n_estimators_for_agreement(
     max_unstable : int
         ``T``.
     beta : float, default=0.05
-    calibration : {"auto", "paper", "exact", "pure"}, default="auto"
+    calibration : {"auto", "laplace", "pure", "exact", "paper"}, default="auto"
 
     Returns
     -------
@@ -351,11 +346,11 @@ def n_estimators_for_agreement(
     Examples
     --------
     >>> from dpsklearn.planning import n_estimators_for_agreement
-    >>> n_estimators_for_agreement(0.9, 1.0, 1e-5, 100)  # exact: w about 2,580
-    7433
+    >>> n_estimators_for_agreement(0.9, 1.0, 1e-5, 100)  # laplace: w = 2,104
+    6187
     """
     cal = calibrate_sparse_vector(epsilon, delta, max_unstable, calibration)
-    return _needed_k(float(agreement), cal.noise_scale, cal.threshold, float(beta))
+    return _needed_k(float(agreement), cal, float(beta))
 
 
 @validate_params(
@@ -376,14 +371,16 @@ def n_estimators_for_agreement_by_calibration(
     Returns
     -------
     ks : dict of str to int or None
-        Keys ``"pure"``, ``"exact"``, ``"paper"``; None where the calibration
-        is not admissible (``paper`` at large epsilon).
+        Keys ``"laplace"``, ``"pure"``, ``"exact"``, ``"paper"``,
+        ``"gaussian"``; None where the calibration is not admissible
+        (``paper`` at large epsilon; ``gaussian``, which needs
+        ``max_queries``).
 
     Examples
     --------
     >>> from dpsklearn.planning import n_estimators_for_agreement_by_calibration
     >>> n_estimators_for_agreement_by_calibration(0.9, 1.0, 1e-5, 100)
-    {'pure': 18689, 'exact': 7433, 'paper': 19153}
+    {'laplace': 6187, 'pure': 18689, 'exact': 7433, 'paper': 19153, 'gaussian': None}
     """
     out = {}
     candidates = sparse_vector_candidates(epsilon, delta, max_unstable)
@@ -392,9 +389,7 @@ def n_estimators_for_agreement_by_calibration(
         if cal is None:
             out[name] = None
             continue
-        out[name] = _needed_k(
-            float(agreement), cal.noise_scale, cal.threshold, float(beta)
-        )
+        out[name] = _needed_k(float(agreement), cal, float(beta))
     return out
 
 
@@ -402,8 +397,7 @@ def n_estimators_for_agreement_by_calibration(
     {
         "n_samples": [COUNT],
         "min_samples_per_shard": [COUNT],
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [Real],
+        "calibration": _CALIBRATION,
         "agreement": [AGREEMENT],
         "beta": [OPEN_UNIT],
     },
@@ -412,13 +406,12 @@ def n_estimators_for_agreement_by_calibration(
 def auto_n_estimators(
     n_samples,
     min_samples_per_shard,
-    noise_scale,
-    threshold,
+    calibration,
     *,
     agreement=0.75,
     beta=0.05,
 ):
-    """``n_estimators="auto"``: what the data supports, capped by need.
+    """What the data supports, capped by need: the ``k`` for a given calibration.
 
     The data supports ``floor(n / min_samples_per_shard)`` teachers (at least
     1). More teachers than it takes for a query with teacher agreement
@@ -430,8 +423,7 @@ def auto_n_estimators(
     Parameters
     ----------
     n_samples, min_samples_per_shard : int
-    noise_scale, threshold : float
-        ``lam`` and ``w`` of the calibration in use.
+    calibration : SparseVectorCalibration
     agreement : float, default=0.75
     beta : float, default=0.05
 
@@ -444,20 +436,18 @@ def auto_n_estimators(
     >>> from dpsklearn.mechanisms import calibrate_sparse_vector
     >>> from dpsklearn.planning import auto_n_estimators
     >>> cal = calibrate_sparse_vector(0.5, 1e-5, 100)
-    >>> auto_n_estimators(10_000, 20, cal.noise_scale, cal.threshold)  # data-bound
+    >>> auto_n_estimators(10_000, 20, cal)  # data-bound
     500
-    >>> auto_n_estimators(10**8, 20, cal.noise_scale, cal.threshold)  # need-bound
-    22531
+    >>> auto_n_estimators(10**8, 20, cal) < 22531  # need-bound, below "exact"'s
+    True
     """
     supported = max(1, int(n_samples) // int(min_samples_per_shard))
-    needed = _needed_k(
-        float(agreement), float(noise_scale), float(threshold), float(beta)
-    )
+    needed = _needed_k(float(agreement), calibration, float(beta))
     return max(1, min(supported, needed))
 
 
 @functools.lru_cache(maxsize=256)
-def _needed_k(agreement, noise_scale, threshold, beta):
+def _needed_k(agreement, calibration, beta):
     # Memoised: estimator checks and grid searches fit hundreds of times.
-    d = _min_distance_to_pass(noise_scale, threshold, beta)
+    d = _min_distance_to_pass(calibration, beta)
     return _min_k_for_distance(agreement, d)

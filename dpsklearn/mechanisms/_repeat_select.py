@@ -1,0 +1,366 @@
+"""Private selection by random repetition (Papernot and Steinke 2022).
+
+A base mechanism ``Q`` picks a candidate uniformly from a grid, fits it
+privately and scores it with a noisy count; ``Q`` is run ``K`` times, ``K``
+drawn from a truncated negative binomial or a Poisson distribution, and
+only the best run (its fitted model and its noisy score) is released. If
+``Q`` has Renyi curve ``eps(alpha)``, the whole selection has the curve of
+their Theorem 2 (truncated negative binomial) or Theorem 6 (Poisson), which
+``dp_accounting``'s ``RepeatAndSelectDpEvent`` computes; ``docs/design.rst``,
+"Private model selection".
+
+:class:`RepeatedSelection` owns the calibration: the largest per-candidate
+epsilon whose candidates' curves, with the score's Gaussian curve, repeat
+and select within the total ``(epsilon, delta)``. The curve of ``Q`` is the
+maximum of its candidates' curves (Renyi divergence is quasi-convex: a
+uniform mixture of mechanisms is no worse than the worst of them).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..accounting._events import ApproximateEvent, dp_accounting
+from ..noise import discrete_gaussian, repeated_candidates
+from ._base import Mechanism
+
+__all__ = [
+    "RepeatedSelection",
+    "curve_of_events",
+    "fit_dp_event",
+    "repetition_gamma",
+    "worst_candidate_event",
+]
+
+#: Shapes of the distribution of the number of runs, by name.
+RUN_DISTRIBUTIONS = {"poisson": math.inf, "geometric": 1.0, "logarithmic": 0.0}
+
+
+def _tnb_mean(gamma, shape):
+    """Mean of the truncated negative binomial (Papernot and Steinke, Definition 1)."""
+    if gamma >= 1.0:
+        return 1.0
+    if shape == 1.0:
+        return 1.0 / gamma
+    if shape == 0.0:
+        return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
+    return shape * (1.0 / gamma - 1.0) / (1.0 - gamma**shape)
+
+
+def repetition_gamma(mean, shape):
+    """``gamma`` of the truncated negative binomial of a given mean, from the safe side.
+
+    The mean decreases in ``gamma``; the returned ``gamma`` has mean at most
+    ``mean`` and is at least the value ``dp_accounting`` analyses (its
+    search returns the lower end), so the accounting covers the runs drawn.
+    """
+    if shape == 1.0:
+        return 1.0 / mean
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _tnb_mean(mid, shape) > mean:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return hi
+
+
+def _rdp_accountant():
+    dpa = dp_accounting()
+    return dpa.rdp.RdpAccountant(
+        neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
+    )
+
+
+def _curve(dp_event):
+    """Renyi curve of a ``dp_accounting`` event at the accountant's orders."""
+    accountant = _rdp_accountant()
+    accountant.compose(dp_event)
+    return accountant.rdp
+
+
+def fit_dp_event(events):
+    """One ``dp_accounting`` event for a candidate's typed events (Renyi curves only).
+
+    Raises TypeError for an event without a Renyi curve (an approximate
+    ``(epsilon, delta)`` event, such as a sparse vector instance).
+    """
+    dpa = dp_accounting()
+    parts = []
+    for event in events:
+        if isinstance(event, ApproximateEvent):
+            raise TypeError("an approximate (epsilon, delta) event has no Renyi curve")
+        if event.count:
+            parts.append(dpa.SelfComposedDpEvent(event.rdp_event(), event.count))
+    return dpa.ComposedDpEvent(parts)
+
+
+def curve_of_events(events):
+    """Renyi curve of typed events (at ``dp_accounting``'s default orders)."""
+    return _curve(fit_dp_event(events))
+
+
+def _signature(events):
+    """A hashable key of what typed events spend (labels and times dropped)."""
+    return tuple((e.unit(), e.count) for e in events if e.count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_and_curve(signature):
+    event = fit_dp_event([unit.with_count(count) for unit, count in signature])
+    return event, _curve(event)
+
+
+def worst_candidate_event(candidate_events):
+    """A ``dp_accounting`` event whose curve bounds every candidate's.
+
+    The candidate whose curve lies above all others at every order when
+    there is one (usually they are equal); else the composition of the
+    candidates whose curves are not below another's, whose sum bounds their
+    maximum.
+    """
+    return _worst(frozenset(_signature(found) for found in candidate_events))
+
+
+@functools.lru_cache(maxsize=1024)
+def _worst(signatures):
+    # Candidates usually spend the same events: each curve is computed once
+    # (and memoised: searches refit with the same budgets).
+    pairs = [_event_and_curve(signature) for signature in sorted(signatures, key=repr)]
+    events = [event for event, _ in pairs]
+    curves = [curve for _, curve in pairs]
+    for event, curve in zip(events, curves, strict=True):
+        if all(np.all(curve >= other * (1 - 1e-12)) for other in curves):
+            return event
+    kept = [
+        event
+        for i, (event, curve) in enumerate(zip(events, curves, strict=True))
+        if not any(
+            j != i and np.all(other >= curve) and not np.array_equal(other, curve)
+            for j, other in enumerate(curves)
+        )
+    ]
+    return dp_accounting().ComposedDpEvent(kept)
+
+
+def _total(candidate_event, score_sigma, mean_runs, shape, delta):
+    accountant = _rdp_accountant()
+    accountant.compose(
+        RepeatedSelection.selection_event(
+            candidate_event, score_sigma, mean_runs, shape
+        )
+    )
+    return float(accountant.get_epsilon(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _total_of_candidates(signatures, score_sigma, mean_runs, shape, delta):
+    """The total for candidates spending ``signatures`` (memoised: refits repeat it)."""
+    event = _worst(signatures)
+    return _total(event, score_sigma, mean_runs, shape, delta), event
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_run_rho(epsilon, delta, mean_runs, shape):
+    """The largest ``rho`` of a run whose repetition fits ``(epsilon, delta)``."""
+    dpa = dp_accounting()
+
+    def fits(rho):
+        accountant = _rdp_accountant()
+        accountant.compose(
+            dpa.dp_event.RepeatAndSelectDpEvent(dpa.ZCDpEvent(rho), mean_runs, shape)
+        )
+        return accountant.get_epsilon(delta) <= epsilon
+
+    lo, hi = 1e-12, 1.0
+    while fits(hi):
+        lo, hi = hi, hi * 4.0
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+class RepeatedSelection(Mechanism):
+    """The best of a random number of private runs, within ``(epsilon, delta)``.
+
+    Build it with :meth:`calibrate`. The total ``(epsilon, delta)`` is
+    charged as one approximate event (its Renyi certificate,
+    :attr:`total_epsilon`, is at most ``epsilon``).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import BoundedRangeEvent
+    >>> from dpsklearn.mechanisms import RepeatedSelection
+    >>> def events_at(eps_c):  # one candidate: an exponential mechanism at eps_c
+    ...     return [[BoundedRangeEvent(eps_c)]]
+    >>> sel = RepeatedSelection.calibrate(
+    ...     2.0, 1e-5, events_at, mean_runs=12, runs="poisson", score_sigma=50.0)
+    >>> round(sel.candidate_epsilon, 2), sel.total_epsilon <= 2.0
+    (0.39, True)
+    """
+
+    n_streams = 2  # the runs and their candidates; the scores' noise
+
+    def __init__(
+        self,
+        epsilon,
+        delta,
+        candidate_epsilon,
+        candidate_event,
+        mean_runs,
+        shape,
+        score_sigma,
+        total_epsilon,
+    ):
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.candidate_epsilon = float(candidate_epsilon)
+        self.candidate_event = candidate_event
+        self.mean_runs = float(mean_runs)
+        self.shape = float(shape)
+        self.score_sigma = float(score_sigma)
+        self.total_epsilon = float(total_epsilon)
+
+    @staticmethod
+    def selection_event(candidate_event, score_sigma, mean_runs, shape):
+        """``dp_accounting`` event of the whole selection.
+
+        ``Q`` = a candidate's fit composed with its score: a count of
+        correct validation rows, replace-one sensitivity 1, plus
+        ``N_Z(0, score_sigma^2)`` (discrete Gaussian: the continuous
+        Gaussian's Renyi curve).
+        """
+        dpa = dp_accounting()
+        run = dpa.ComposedDpEvent(
+            [candidate_event, dpa.GaussianDpEvent(noise_multiplier=score_sigma)]
+        )
+        return dpa.dp_event.RepeatAndSelectDpEvent(run, mean_runs, shape)
+
+    @classmethod
+    def total(cls, candidate_event, score_sigma, mean_runs, shape, delta):
+        """The selection's epsilon at ``delta`` (Renyi accountant, replace-one)."""
+        return _total(candidate_event, score_sigma, mean_runs, shape, delta)
+
+    @staticmethod
+    def default_score_sigma(epsilon, delta, *, mean_runs, runs, n_validation):
+        """Score noise taking at most a tenth of a run's zCDP budget, or more noise.
+
+        ``max(n_validation / 200, 1 / sqrt(2 rho_s))`` with ``rho_s`` a tenth
+        of the largest ``rho`` a run may have within the total: the score
+        count then moves by about half a point of accuracy at most, and
+        leaves nine tenths of the run's budget to the fit.
+        """
+        shape = float(RUN_DISTRIBUTIONS.get(runs, runs))
+        rho = _largest_run_rho(float(epsilon), float(delta), float(mean_runs), shape)
+        return max(n_validation / 200.0, 1.0 / math.sqrt(2.0 * 0.1 * rho))
+
+    @classmethod
+    def calibrate(
+        cls, epsilon, delta, events_at, *, mean_runs, runs, score_sigma, rtol=1e-3
+    ):
+        """The largest per-candidate epsilon that fits, by bisection.
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            The total budget of the selection (``delta > 0``).
+        events_at : callable
+            ``events_at(eps_c)`` returns, for every candidate configured at
+            per-candidate epsilon ``eps_c``, the typed events its fit spends
+            (each with a Renyi curve); its curve grows with ``eps_c``.
+        mean_runs : float
+            Mean number of runs (>= 1).
+        runs : {"poisson", "geometric", "logarithmic"} or float
+            Distribution of the number of runs (a float is the truncated
+            negative binomial's shape).
+        score_sigma : float
+            Scale of the discrete Gaussian noise on each score count.
+        """
+        shape = RUN_DISTRIBUTIONS.get(runs, runs)
+        shape = float(shape)
+
+        def total_at(eps_c):
+            signatures = frozenset(_signature(found) for found in events_at(eps_c))
+            return _total_of_candidates(
+                signatures, float(score_sigma), float(mean_runs), shape, float(delta)
+            )
+
+        lo, hi = epsilon * 1e-4, epsilon
+        value, event = total_at(lo)
+        if value > epsilon:
+            raise ValueError(
+                f"the budget (epsilon={epsilon:g}, delta={delta:g}) cannot pay for "
+                f"{mean_runs:g} runs on average with score noise sigma="
+                f"{score_sigma:g}, even at per-candidate epsilon {lo:.3g}; raise "
+                "the budget, the score noise, or lower mean_runs."
+            )
+        best = (lo, event, value)
+        while hi / lo - 1.0 > rtol:
+            mid = math.sqrt(lo * hi)
+            value, event = total_at(mid)
+            if value <= epsilon:
+                lo, best = mid, (mid, event, value)
+            else:
+                hi = mid
+        eps_c, event, value = best
+        return cls(epsilon, delta, eps_c, event, mean_runs, shape, score_sigma, value)
+
+    @property
+    def runs_parameter(self):
+        """The Poisson mean, or ``gamma`` of the truncated negative binomial."""
+        if self.shape == math.inf:
+            return self.mean_runs
+        return repetition_gamma(self.mean_runs, self.shape)
+
+    def privacy_events(self, label=None):
+        # The whole selection, charged as stated (its Renyi certificate is
+        # total_epsilon <= epsilon).
+        return [ApproximateEvent(self.epsilon, self.delta, label=label)]
+
+    def draw_runs(self, n_candidates, noise):
+        """The secret candidates of the runs, one per run."""
+        return repeated_candidates(
+            n_candidates, self.shape, self.runs_parameter, rng=noise[0]
+        )
+
+    def select(self, n_candidates, run, noise):
+        """Run the secret runs; return the best ``(noisy count, index, result)``.
+
+        ``run(index)`` fits candidate ``index`` and returns ``(count,
+        result)``: its count of correct validation rows (sensitivity 1) and
+        what to release if it wins. The first run with the highest noisy
+        count wins. Returns None when no run was drawn (Poisson only).
+        """
+        best = None
+        for index in self.draw_runs(n_candidates, noise):
+            count, result = run(int(index))
+            score = self.noisy_count(count, noise)
+            if best is None or score > best[0]:
+                best = (score, int(index), result)
+        return best
+
+    def noisy_count(self, count, noise):
+        """Score counts (int or array), each released with ``N_Z(0, score_sigma^2)``."""
+        count = np.asarray(count, dtype=np.int64)
+        noisy = count + discrete_gaussian(
+            self.score_sigma, size=count.shape, rng=noise[1]
+        )
+        return int(noisy) if noisy.ndim == 0 else noisy
+
+    def spent(self, units, engine):
+        return self.epsilon, self.delta
+
+    def fitted_attributes(self):
+        return {
+            "candidate_epsilon_": self.candidate_epsilon,
+            "total_epsilon_": self.total_epsilon,
+            "score_sigma_": self.score_sigma,
+            "mean_runs_": self.mean_runs,
+        }

@@ -1,0 +1,463 @@
+"""Exact tails of the sparse vector test's noise: ``P(Z_query - Z_thresh >= n)``.
+
+The stability test passes a query of integer distance ``d`` when ``d +
+Z_query > w + Z_threshold``. Both noises are symmetric integer noises, so
+the pass probability, the stability part's bad event (a query of distance 0
+passing) and the planner's figures are all tails of the integer difference
+``D = Z_query - Z_threshold``, which has the law of ``Z_query + Z_threshold``.
+
+* Discrete Laplace noises of any two scales: a closed form
+  (``docs/design.rst``, "The tail of the difference of two discrete Laplace
+  noises"), evaluated in log space.
+* Discrete Gaussian noises: summed numerically over the threshold noise
+  with the query noise's survival function, rounded towards a larger tail
+  (truncated normalisers, the truncated mass added back, a relative margin).
+  The sum of two discrete Gaussians is not a discrete Gaussian, so no
+  Gaussian tail formula is used.
+
+Every tail here is an upper bound on the true probability up to ``1e-9``
+relative (the closed form is exact; the margin covers rounding).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from .._validation import FINITE_POSITIVE, validate_params
+
+__all__ = [
+    "difference_log_tail",
+    "difference_tail",
+    "smallest_tail_index",
+    "stability_tail_bound",
+    "stability_tail_probability",
+]
+
+_FINITE = Interval(Real, -math.inf, math.inf, closed="neither")
+
+# Relative safety margin on every computed tail: floating-point rounding in
+# the sums is below 1e-12 relative; the margin keeps each bound on the side
+# of more privacy loss.
+_MARGIN = 1e-9
+
+
+def _logaddexp(x, y):
+    """Scalar ``log(e^x + e^y)`` (math, not numpy: it runs in inner loops)."""
+    if x < y:
+        x, y = y, x
+    if y == -math.inf:
+        return x
+    return x + math.log1p(math.exp(y - x))
+
+
+# -- discrete Laplace: the closed form ---------------------------------------------
+def _log_geometric_block(log_x, log_y, k):
+    """``log((x^k - y^k) / (x - y))`` for ``0 < y <= x < 1``, ``k >= 1``.
+
+    Stable for ``x`` close to ``y`` (the limit ``k x^(k-1)`` at ``x = y``).
+    """
+    if log_x == log_y:
+        return math.log(k) + (k - 1) * log_x
+    ratio = log_y - log_x  # < 0
+    return (
+        (k - 1) * log_x
+        + math.log(-math.expm1(k * ratio))
+        - math.log(-math.expm1(ratio))
+    )
+
+
+def _laplace_log_tail_positive(n, query_scale, threshold_scale):
+    """log P(D >= n) for an integer ``n >= 1``, D = DLap(s_q) + DLap(s_t).
+
+    With ``alpha = e^(-1/s_q)``, ``beta = e^(-1/s_t)``, ``c = (1-beta)/(1+beta)``
+    (``docs/design.rst``, "The tail of the difference of two discrete
+    Laplace noises")::
+
+        P(D >= n) = c/(1+alpha) [ sum_{j=1}^{n-1} beta^j alpha^(n-j)
+                                  + alpha^n / (1 - alpha beta) ]
+                  + c beta^n [ 1/(1-beta) - alpha / ((1+alpha)(1-alpha beta)) ]
+
+    the first line summing the threshold draws below ``n``, the second those
+    at or above it. Every term is positive.
+    """
+    log_a = -1.0 / query_scale
+    log_b = -1.0 / threshold_scale
+    alpha, beta = math.exp(log_a), math.exp(log_b)
+    log_c = math.log(-math.expm1(log_b)) - math.log1p(beta)
+    one_minus_ab = -math.expm1(log_a + log_b)
+    log_head = n * log_a - math.log(one_minus_ab)
+    if n >= 2:
+        # sum_{j=1}^{n-1} beta^j alpha^(n-j) = alpha beta (a^(n-1) - b^(n-1)) / (a - b)
+        log_block = (
+            log_a
+            + log_b
+            + _log_geometric_block(max(log_a, log_b), min(log_a, log_b), n - 1)
+        )
+        log_head = _logaddexp(log_head, log_block)
+    below = log_c - math.log1p(alpha) + log_head
+    bracket = 1.0 / -math.expm1(log_b) - alpha / ((1.0 + alpha) * one_minus_ab)
+    above = log_c + n * log_b + math.log(bracket)
+    return _logaddexp(below, above)
+
+
+# -- discrete Gaussian: a rigorous numerical sum --------------------------------------
+# Support kept for a discrete Gaussian of scale sigma: |z| <= 14 sigma + 2. The
+# mass outside is below exp(-98) and is added back as an explicit bound.
+_GAUSSIAN_WIDTH = 14.0
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_table(sigma):
+    """``(radius, pmf, survival, outside, reversed)`` of a discrete Gaussian.
+
+    ``pmf[i]`` is ``P(Z = i - radius)`` with the normaliser summed over the
+    kept support (a lower bound on the true normaliser, so every kept
+    probability is over-estimated); ``survival[i] = P(Z >= i - radius)`` as
+    a reverse cumulative sum (small terms first); ``outside`` bounds the
+    true mass of ``|Z| > radius``; ``reversed`` is ``survival[::-1]`` kept
+    contiguous for the dot products of :func:`_gaussian_tail`.
+    """
+    radius = int(math.ceil(_GAUSSIAN_WIDTH * sigma)) + 2
+    z = np.arange(-radius, radius + 1, dtype=np.float64)
+    weights = np.exp(-(z * z) / (2.0 * sigma * sigma))
+    pmf = weights / weights.sum()
+    survival = np.cumsum(pmf[::-1])[::-1]
+    # sum_{z > R} e^{-z^2/(2 s^2)} <= e^{-R^2/(2 s^2)} / (1 - e^{-R/s^2}), twice
+    # for both sides, over the kept normaliser (>= 1: the z = 0 term is 1).
+    r = float(radius)
+    outside = (
+        2.0
+        * math.exp(-(r * r) / (2.0 * sigma * sigma))
+        / -math.expm1(-r / (sigma * sigma))
+        / weights.sum()
+    )
+    return radius, pmf, survival, outside, np.ascontiguousarray(survival[::-1])
+
+
+def _gaussian_tail(n, query_sigma, threshold_sigma):
+    """Upper bound on P(D >= n), D = N_Z(0, s_q^2) + N_Z(0, s_t^2), any integer n.
+
+    ``sum_t P(Z_t = t) P(Z_q >= n - t)`` over the kept threshold values, in
+    three slices of ``j = t + r_t`` (no per-call arrays beyond the overlap):
+    where ``n - t <= -r_q`` the query tail is 1 (a survival sum of the
+    threshold noise, small terms first); where ``n - t > r_q`` it is at most
+    the query noise's outside mass; in between it is the kept survival plus
+    that outside mass. The threshold noise's own outside mass is added last.
+    """
+    r_q, _, _, outside_q, reversed_q = _gaussian_table(query_sigma)
+    r_t, pmf_t, survival_t, outside_t, _ = _gaussian_table(threshold_sigma)
+    size_t = pmf_t.size
+    first_one = n + r_q + r_t  # first j whose query tail is 1
+    first_kept = n - r_q + r_t  # first j whose query index n - t + r_q < 2 r_q + 1
+    total = outside_t
+    if first_one < size_t:
+        total += float(survival_t[max(first_one, 0)])
+    if first_kept > 0:  # threshold values whose query tail is only outside mass
+        total += outside_q
+    lo, hi = max(first_kept, 0), min(first_one, size_t)
+    if lo < hi:
+        # query index first_one - j runs from first_one - lo down to
+        # first_one - hi + 1: in the reversed survival, size - 1 - index.
+        shift = reversed_q.size - 1 - first_one
+        tail_q = reversed_q[shift + lo : shift + hi]
+        total += float(np.dot(pmf_t[lo:hi], np.minimum(tail_q + outside_q, 1.0)))
+    return min(1.0, total)
+
+
+# -- the public entry points -------------------------------------------------------
+def difference_tail(n, query_scale, threshold_scale, noise="laplace"):
+    """``P(Z_query - Z_threshold >= n)`` for an integer ``n``, from the safe side.
+
+    Parameters
+    ----------
+    n : int
+    query_scale, threshold_scale : float
+        Scales of the two noises: the discrete Laplace ``t`` (``P(z) ~
+        exp(-|z|/t)``) or the discrete Gaussian ``sigma``.
+    noise : {"laplace", "gaussian"}
+
+    Returns
+    -------
+    p : float
+        The exact tail for Laplace noises, an upper bound within ``1e-9``
+        relative for Gaussian noises.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms._sparse_vector_tails import difference_tail
+    >>> round(difference_tail(1, 2.0, 1.0), 6)  # P(D >= 1) = (1 - P(D = 0)) / 2
+    0.410902
+    """
+    n = int(n)
+    if noise == "gaussian":
+        return min(1.0, _gaussian_tail(n, query_scale, threshold_scale) * (1 + _MARGIN))
+    if n >= 1:
+        log_p = _laplace_log_tail_positive(n, query_scale, threshold_scale)
+        return min(1.0, math.exp(log_p) * (1 + _MARGIN))
+    # D is symmetric: P(D >= n) = 1 - P(D >= 1 - n).
+    log_p = _laplace_log_tail_positive(1 - n, query_scale, threshold_scale)
+    return -math.expm1(log_p)
+
+
+def difference_log_tail(n, query_scale, threshold_scale, noise="laplace"):
+    """``log P(Z_query - Z_threshold >= n)`` for an integer ``n >= 1``.
+
+    Kept in log space for the Laplace closed form (tails far below the
+    smallest float still invert correctly).
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms._sparse_vector_tails import difference_log_tail
+    >>> bool(difference_log_tail(5000, 100.0, 100.0) < -40)
+    True
+    """
+    n = int(n)
+    if noise == "laplace" and n >= 1:
+        return _laplace_log_tail_positive(n, query_scale, threshold_scale) + math.log1p(
+            _MARGIN
+        )
+    p = difference_tail(n, query_scale, threshold_scale, noise)
+    return math.log(p) if p > 0 else -math.inf
+
+
+def smallest_tail_index(
+    log_target, query_scale, threshold_scale, noise="laplace", guess=None
+):
+    """Smallest integer ``n >= 1`` with ``log P(D >= n) <= log_target``.
+
+    The tail decreases in ``n``: a doubling search (from ``guess`` when one
+    is given, in steps of about 1/64 of it, so a close guess such as the
+    normal approximation costs a few evaluations), then bisection on the
+    integers. The result does not depend on ``guess``. The sparse vector
+    threshold is ``w = n - 1`` (a query of distance 0 passes when ``D > w``,
+    i.e. ``D >= n``).
+
+    Examples
+    --------
+    >>> import math
+    >>> from dpsklearn.mechanisms._sparse_vector_tails import (
+    ...     difference_log_tail, smallest_tail_index)
+    >>> n = smallest_tail_index(math.log(1e-8), 50.0, 50.0)
+    >>> difference_log_tail(n, 50.0, 50.0) <= math.log(1e-8)
+    True
+    >>> difference_log_tail(n - 1, 50.0, 50.0) > math.log(1e-8)
+    True
+    """
+
+    def ok(n):
+        return difference_log_tail(n, query_scale, threshold_scale, noise) <= log_target
+
+    if guess is None or int(guess) < 2:
+        hi = 1
+        while not ok(hi):
+            hi *= 2
+        lo = hi // 2  # not ok (or 0)
+    else:
+        step = max(1, int(guess) // 64)
+        lo = hi = int(guess)
+        if ok(hi):  # walk down until a failing lo (or 0)
+            while lo > 0 and ok(lo):
+                hi, lo = lo, max(0, lo - step)
+                step *= 2
+        else:  # walk up until a passing hi
+            while not ok(hi):
+                lo, hi = hi, hi + step
+                step *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return max(1, hi)
+
+
+def pass_probabilities(distances, threshold, query_scale, threshold_scale, noise):
+    """``P(d + Z_query > w + Z_threshold)`` for each integer distance ``d``.
+
+    ``= P(D >= floor(w - d) + 1)``; vectorised over the distinct values.
+    Used for planning (public numbers only), not for a guarantee.
+    """
+    d = np.asarray(distances, dtype=np.int64)
+    n = np.floor(float(threshold) - d).astype(np.int64) + 1
+    unique, inverse = np.unique(n, return_inverse=True)
+    values = np.array(
+        [_exact_tail(int(u), query_scale, threshold_scale, noise) for u in unique],
+        dtype=np.float64,
+    )
+    out = values[inverse].reshape(d.shape)
+    return float(out) if out.ndim == 0 else out
+
+
+def noise_survival(n, scale, noise):
+    """``P(Z >= n)`` for integers ``n``: ``Z ~ DLap(scale)`` or ``N_Z(0, scale^2)``.
+
+    For planning figures (no safety margin).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    if noise == "gaussian":
+        radius, _, survival, _, _ = _gaussian_table(float(scale))
+        index = np.clip(n + radius, 0, survival.size)
+        padded = np.append(survival, 0.0)
+        return padded[index.astype(np.int64)]
+    log_b = -1.0 / scale
+    log_1pb = math.log1p(math.exp(log_b))
+    upper = np.exp(np.minimum(n, 1e300) * log_b - log_1pb)  # n >= 1
+    lower = -np.expm1((1.0 - n) * log_b - log_1pb)  # n <= 0
+    return np.where(n >= 1, np.where(n > 1e15, 0.0, upper), lower)
+
+
+def noise_quantiles(scale, noise, n_nodes):
+    """Mid-point quantiles of the noise: a quadrature of ``n_nodes`` equal weights."""
+    u = (np.arange(n_nodes) + 0.5) / n_nodes
+    if noise == "gaussian":
+        radius, pmf, _, _, _ = _gaussian_table(float(scale))
+        cdf = np.cumsum(pmf)
+        return np.searchsorted(cdf, u).astype(np.float64) - radius
+    log_b = -1.0 / scale
+    b = math.exp(log_b)
+    with np.errstate(divide="ignore"):
+        negative = np.ceil(np.log(u * (1.0 + b)) / -log_b)
+        positive = np.maximum(
+            0.0, np.ceil(np.log((1.0 - u) * (1.0 + b)) / log_b - 1.0)
+        )
+    return np.where(u <= b / (1.0 + b), negative, positive)
+
+
+def _exact_tail(n, query_scale, threshold_scale, noise):
+    """The tail without the safety margin (for planning figures)."""
+    if noise == "gaussian":
+        return _gaussian_tail(n, query_scale, threshold_scale)
+    if n >= 1:
+        return math.exp(_laplace_log_tail_positive(n, query_scale, threshold_scale))
+    return -math.expm1(_laplace_log_tail_positive(1 - n, query_scale, threshold_scale))
+
+
+# -- the paper's structure: the tail of DLap(2 lam) - DLap(lam) --------------------
+def _tail_n(threshold):
+    """Smallest integer n with n > threshold (the difference is an integer)."""
+    return math.floor(threshold) + 1
+
+
+def _log_tail_at_least(n, b, log_b):
+    """log P(D >= n) for an integer n >= 1, D = DLap(2 lam) - DLap(lam).
+
+    Derivation (``docs/design.rst``, "The sparse vector stability test").
+    With ``a = b`` and ``c = b**2`` the geometric parameters of DLap(2 lam)
+    and DLap(lam), the pmf of D = Z1 + (-Z2) (both
+    symmetric) is, for d >= 0, a convolution of two two-sided geometric
+    series::
+
+        P(D = d) = K [ c^d (1/(1-ac) - a/(a-c)) + a^d (1/(1-ac) + c/(a-c)) ]
+
+    with ``K = (1-a)(1-c) / ((1+a)(1+c)) = (1-b)^2 / (1+b^2)``. Summing the
+    two geometric tails from d = n and simplifying with ``a = b, c = b^2``::
+
+        P(D >= n) = b^n / (1+b+b^2) * [ (1+b) - b^(n+1) / (1+b^2) ].
+
+    The first term alone is :func:`stability_tail_bound`; the bracket lies in
+    (1/2, 2), so the product is well conditioned and only ``b^n`` needs log space.
+    """
+    # ``log_b = -1/(2 lam)`` is passed exactly, not recomputed from ``b``.
+    bracket = (1.0 + b) - math.exp((n + 1) * log_b) / (1.0 + b * b)
+    return n * log_b + math.log(bracket) - math.log1p(b + b * b)
+
+
+def _b_of(noise_scale):
+    log_b = -1.0 / (2.0 * noise_scale)
+    return math.exp(log_b), log_b
+
+
+@validate_params(
+    {
+        "noise_scale": [FINITE_POSITIVE],
+        "threshold": [_FINITE],
+    },
+    prefer_skip_nested_validation=True,
+)
+def stability_tail_probability(noise_scale, threshold):
+    """Exact probability that the stability test passes an unstable query.
+
+    Returns ``P(Z1 - Z2 > w)`` for independent ``Z1 ~ DLap(2 lam)`` and
+    ``Z2 ~ DLap(lam)``, where ``DLap(t)`` has ``P(z) = (1-a)/(1+a) a^|z|``,
+    ``a = exp(-1/t)`` (``docs/design.rst``, "Noise primitives"). Since ``Z1 - Z2`` is an
+    integer the event is ``Z1 - Z2 >= floor(w) + 1``.
+
+    Parameters
+    ----------
+    noise_scale : float
+        The threshold noise scale ``lam`` (> 0); the query noise has scale
+        ``2 lam``.
+    threshold : float
+        The threshold ``w`` (any finite real).
+
+    Returns
+    -------
+    p : float
+        With ``b = exp(-1/(2 lam))`` and ``n = floor(w) + 1 >= 1``,
+        ``p = b^n / (1+b+b^2) * ((1+b) - b^(n+1) / (1+b^2))``; for ``n <= 0``
+        the symmetry of ``Z1 - Z2`` gives ``1 - P(Z1 - Z2 >= 1 - n)``.
+
+    See Also
+    --------
+    stability_tail_bound : the simpler upper bound.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import stability_tail_probability
+    >>> p = stability_tail_probability(10.0, 100.0)
+    >>> bool(p < 1e-2 / 2)
+    True
+    """
+    return _tail(float(noise_scale), float(threshold))
+
+
+def _tail(noise_scale, threshold):
+    """:func:`stability_tail_probability` without validation (for inner loops)."""
+    b, log_b = _b_of(noise_scale)
+    n = _tail_n(threshold)
+    if n >= 1:
+        return math.exp(_log_tail_at_least(n, b, log_b))
+    # D is symmetric: P(D >= n) = 1 - P(D <= n - 1) = 1 - P(D >= 1 - n).
+    return -math.expm1(_log_tail_at_least(1 - n, b, log_b))
+
+
+@validate_params(
+    {
+        "noise_scale": [FINITE_POSITIVE],
+        "threshold": [_FINITE],
+    },
+    prefer_skip_nested_validation=True,
+)
+def stability_tail_bound(noise_scale, threshold):
+    """The simple upper bound on :func:`stability_tail_probability`.
+
+    Parameters
+    ----------
+    noise_scale : float
+        The threshold noise scale ``lam`` (> 0).
+    threshold : float
+        The threshold ``w``.
+
+    Returns
+    -------
+    bound : float
+        ``b^(floor(w)+1) (1+b) / (1+b+b^2)`` with ``b = exp(-1/(2 lam))``,
+        capped at 1. It is below ``exp(-w / (2 lam))``.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import stability_tail_bound
+    >>> round(stability_tail_bound(1.0, 0.0), 4)  # b (1 + b) / (1 + b + b^2)
+    0.4935
+    """
+    b, log_b = _b_of(float(noise_scale))
+    log_bound = (
+        _tail_n(float(threshold)) * log_b + math.log1p(b) - math.log1p(b + b * b)
+    )
+    return math.exp(min(0.0, log_bound))

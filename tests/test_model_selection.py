@@ -1,0 +1,328 @@
+"""PrivateGridSearch: what it charges, what it releases, which candidates it takes.
+
+The privacy audit of the selection is in ``tests/test_audit_selection.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import make_classification, make_regression
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.validation import validate_data
+
+from dpsklearn import (
+    BudgetExhaustedError,
+    DecisionStumps,
+    ExponentialMechanismERM,
+    KnowledgeTransferClassifier,
+    PrivacyAccountant,
+    PrivateKernelRidge,
+    PrivatePredictionClassifier,
+    SubsampleAggregateClassifier,
+)
+from dpsklearn.accounting import (
+    ApproximateEvent,
+    BoundedRangeEvent,
+    GaussianEvent,
+    PureEvent,
+)
+from dpsklearn.accounting._events import dp_accounting
+from dpsklearn.exceptions import PrivacyLeakWarning
+from dpsklearn.mechanisms import RepeatedSelection
+from dpsklearn.mechanisms._repeat_select import (
+    _tnb_mean,
+    curve_of_events,
+    repetition_gamma,
+    worst_candidate_event,
+)
+from dpsklearn.model_selection import CandidateBudget, PrivateGridSearch, is_publishable
+from dpsklearn.noise import repeated_candidates
+
+
+class FixedRule(ClassifierMixin, BaseEstimator):
+    """Test-only candidate: predicts ``X[:, feature] > 0``; its fit spends ``epsilon``.
+
+    The fit reads no label, so it is trivially ``epsilon``-DP; what matters
+    here is what the search does with it. Counts its fits (class-wide).
+    """
+
+    __dpsklearn_publishable__ = True
+    n_fits = 0
+    warn = False
+
+    def __init__(self, feature=0, epsilon=1.0, accountant=None):
+        self.feature = feature
+        self.epsilon = epsilon
+        self.accountant = accountant
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y)
+        if self.warn:
+            warnings.warn(
+                f"feature {self.feature} is a fixed rule", UserWarning, stacklevel=2
+            )
+        self.accountant.spend_events([PureEvent(self.epsilon)])
+        type(self).n_fits += 1
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X):
+        X = validate_data(self, X, reset=False)
+        return (X[:, self.feature] > 0).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(
+        n_samples=2000, n_features=4, n_informative=2, n_redundant=0, random_state=0
+    )
+    return X.clip(-4, 4), y
+
+
+def _erm_search(**kwargs):
+    grid = {"hypotheses": [DecisionStumps([-4, 4], n_thresholds=t) for t in (4, 32)]}
+    params = dict(epsilon=2.0, random_state=0, noise_random_state=0)
+    params.update(kwargs)
+    return PrivateGridSearch(ExponentialMechanismERM(classes=[0, 1]), grid, **params)
+
+
+def _quiet_fit(model, X, y, **fit_params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return model.fit(X, y, **fit_params)
+
+
+def test_search_charges_the_stated_budget_and_releases_one_score(data):
+    X, y = data
+    search = _quiet_fit(_erm_search(), X, y)
+    # The whole search, chosen model and score included, is (2, 1e-5):
+    # charged as one event before any fit, certified by its Renyi curve.
+    assert search.accountant_.spent == pytest.approx((2.0, 1e-5))
+    assert [type(e) for e in search.accountant_.events] == [ApproximateEvent]
+    assert search.total_epsilon_ <= 2.0
+    mech = search.privacy_mechanism_
+    event = worst_candidate_event([[BoundedRangeEvent(search.candidate_epsilon_)]])
+    assert search.total_epsilon_ == pytest.approx(
+        RepeatedSelection.total(event, mech.score_sigma, 4.0, math.inf, 1e-5)
+    )
+    # Nothing left on the table: 0.2 % more per candidate does not fit.
+    bigger = worst_candidate_event(
+        [[BoundedRangeEvent(search.candidate_epsilon_ * 1.002)]]
+    )
+    assert RepeatedSelection.total(bigger, mech.score_sigma, 4.0, math.inf, 1e-5) > 2.0
+    # Only the chosen configuration's noisy score is released.
+    scores = search.cv_results_["mean_test_score"]
+    assert (
+        np.isnan(scores).sum() == 1 and scores[search.best_index_] == search.best_score_
+    )
+    assert search.cv_results_["selected"].sum() == 1
+    assert search.best_params_ == search.cv_results_["params"][search.best_index_]
+    # The released model is the fitted candidate: publishable, free to query.
+    assert is_publishable(search.best_estimator_)
+    np.testing.assert_array_equal(
+        search.predict(X[:50]), search.best_estimator_.predict(X[:50])
+    )
+    assert search.best_estimator_.epsilon == search.candidate_epsilon_
+
+
+def test_knowledge_transfer_search_publishes_only_the_student():
+    X, y = make_classification(n_samples=3000, random_state=1)
+    teacher = PrivatePredictionClassifier(
+        max_queries=200, classes=[0, 1], calibration="rdp", random_state=0
+    )
+    kt = KnowledgeTransferClassifier(teacher, LogisticRegression())
+    grid = {"teacher__n_estimators": [10, 40], "student__C": [0.1, 1.0]}
+    search = PrivateGridSearch(kt, grid, epsilon=2.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X[:2500], y[:2500], X_public=X[2500:])
+    best = search.best_estimator_
+    assert isinstance(best, KnowledgeTransferClassifier)
+    assert set(vars(best)) >= {"student_"} and not hasattr(best, "estimators_")
+    # Each candidate's teacher was fitted at the per-candidate epsilon,
+    # within the curve the search calibrated (rdp: rho of (eps_c, delta)).
+    assert best.teacher.epsilon == search.candidate_epsilon_
+    assert 0.3 < search.candidate_epsilon_ < 2.0
+    assert search.score(X[2500:], y[2500:]) > 0.7
+
+
+def test_shared_accountant_is_charged_before_anything_is_trained(data):
+    X, y = data
+    grid = {"feature": [0, 1]}
+    shared = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    FixedRule.n_fits = 0
+    search = PrivateGridSearch(FixedRule(), grid, epsilon=2.0, accountant=shared)
+    with pytest.raises(BudgetExhaustedError):
+        search.fit(X, y)
+    assert FixedRule.n_fits == 0 and shared.events == []
+    assert not hasattr(search, "best_estimator_")
+    search.set_params(epsilon=1.0).fit(X, y)
+    assert shared.spent == pytest.approx((1.0, 1e-5))
+    assert FixedRule.n_fits >= 1
+    assert search.accountant_ is shared
+
+
+@pytest.mark.parametrize(
+    "estimator, grid, message",
+    [
+        (
+            SubsampleAggregateClassifier(classes=[0, 1]),
+            {"n_estimators": [5]},
+            "publishable",
+        ),
+        (
+            KnowledgeTransferClassifier(SubsampleAggregateClassifier(classes=[0, 1])),
+            {"teacher__n_estimators": [5]},
+            "Renyi curve",
+        ),
+        (PrivateKernelRidge(), {"alpha": [1.0]}, "publishable"),
+        (LogisticRegression(), {"C": [1.0]}, "no epsilon parameter"),
+    ],
+)
+def test_inadmissible_candidates_are_refused_before_anything_is_spent(
+    data, estimator, grid, message
+):
+    X, y = data
+    shared = PrivacyAccountant(epsilon=5.0, delta=1e-5)
+    search = PrivateGridSearch(estimator, grid, epsilon=1.0, accountant=shared)
+    with pytest.raises(TypeError, match=message):
+        _quiet_fit(
+            search,
+            X,
+            y,
+            **(
+                {"X_public": X[:100]}
+                if isinstance(estimator, KnowledgeTransferClassifier)
+                else {}
+            ),
+        )
+    assert shared.events == []
+
+
+def test_bad_parameters_are_refused(data):
+    X, y = data
+    with pytest.raises(ValueError, match="sets itself"):
+        PrivateGridSearch(FixedRule(), {"epsilon": [1.0]}).fit(X, y)
+    with pytest.raises(ValueError, match="leave it None"):
+        PrivateGridSearch(
+            FixedRule(accountant=PrivacyAccountant(1.0)), {"feature": [0]}
+        ).fit(X, y)
+    with pytest.raises(ValueError, match="delta"):
+        PrivateGridSearch(FixedRule(), {"feature": [0]}, delta=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="no configuration"):
+        PrivateGridSearch(FixedRule(), []).fit(X, y)
+    with pytest.raises(ValueError, match="validation"):
+        PrivateGridSearch(FixedRule(), {"feature": [0]}).fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="cannot pay"):
+        PrivateGridSearch(
+            FixedRule(), {"feature": [0]}, epsilon=0.01, score_sigma=0.5
+        ).fit(X, y)
+
+
+def test_regressor_search_scores_within_tolerance():
+    X, y = make_regression(n_samples=1500, n_features=3, noise=5.0, random_state=0)
+    X = X / np.linalg.norm(X, axis=1).max()
+    y = np.clip(y, -100, 100)
+    ridge = PrivateKernelRidge(
+        release="model", y_bound=100.0, x_bound=1.0, n_components=50, random_state=0
+    )
+    grid = {"alpha": [0.1, 1.0]}
+    with pytest.raises(ValueError, match="tolerance"):
+        PrivateGridSearch(ridge, grid, epsilon=2.0).fit(X, y)
+    search = _quiet_fit(
+        PrivateGridSearch(ridge, grid, epsilon=2.0, tolerance=40.0), X, y
+    )
+    assert search.best_params_["alpha"] in (0.1, 1.0)
+    assert 0.0 <= search.best_score_ <= 1.05
+    assert search.predict(X[:5]).shape == (5,)
+
+
+def test_search_in_a_pipeline(data):
+    X, y = data
+    pipe = Pipeline([("identity", FunctionTransformer()), ("search", _erm_search())])
+    _quiet_fit(pipe, X, y)
+    assert pipe.predict(X[:10]).shape == (10,)
+    assert 0.0 <= pipe.score(X, y) <= 1.0
+
+
+def test_candidate_warnings_are_shown_once_whatever_the_runs(data):
+    X, y = data
+    FixedRule.warn = True
+    try:
+        search = PrivateGridSearch(
+            FixedRule(), {"feature": [0, 1]}, epsilon=2.0, mean_runs=20, random_state=0
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            search.fit(X, y)
+    finally:
+        FixedRule.warn = False
+    messages = sorted(str(w.message) for w in caught if w.category is UserWarning)
+    # One per configuration (from the probes), not one per secret run.
+    assert messages == ["feature 0 is a fixed rule", "feature 1 is a fixed rule"]
+
+
+def test_candidate_budget_pays_the_probed_curve_and_no_more():
+    probe = CandidateBudget(0.5, 1e-5)
+    events = [BoundedRangeEvent(0.5, count=3)]
+    with pytest.raises(Exception, match="probe") as info:
+        probe.spend_events(events)
+    assert info.value.events == events
+    # Without a Renyi curve the probe lets the mechanism try its next option.
+    assert probe.can_spend_events([ApproximateEvent(0.5, 1e-5)]) is False
+    paying = CandidateBudget(0.5, 1e-5, allowed=curve_of_events(events))
+    paying.spend_events(events)
+    assert paying.spent == (0.5, 1e-5)
+    with pytest.raises(BudgetExhaustedError):
+        paying.spend_events([BoundedRangeEvent(0.01)])
+    fresh = CandidateBudget(0.5, 1e-5, allowed=curve_of_events(events))
+    # Any event whose curve lies under the allowed one, and no other.
+    assert fresh.can_spend_events([GaussianEvent(10.0)])  # rho 0.005 < 0.094
+    assert fresh.can_spend_events([GaussianEvent(1.0)]) is False  # rho 0.5
+    assert fresh.can_spend_events([BoundedRangeEvent(0.5, count=2)])
+
+
+def test_worst_candidate_event_bounds_every_candidate():
+    a, b = [BoundedRangeEvent(0.3)], [PureEvent(0.2)]
+    worst = curve_of_events_of(worst_candidate_event([a, b]))
+    for events in (a, b):
+        assert np.all(worst >= curve_of_events(events) * (1 - 1e-12))
+    same = worst_candidate_event([a, a])
+    assert np.allclose(curve_of_events_of(same), curve_of_events(a))
+
+
+def curve_of_events_of(dp_event):
+    dpa = dp_accounting()
+    accountant = dpa.rdp.RdpAccountant(
+        neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE
+    )
+    accountant.compose(dp_event)
+    return accountant.rdp
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0, math.inf])
+def test_number_of_runs_has_the_accounted_distribution(shape):
+    # K's mean is the accounted mean_runs (5 standard errors: a false
+    # failure has probability below 1e-6), candidates are uniform, and
+    # gamma is on the safe side of dp_accounting's (mean at most the target).
+    mean = 6.0
+    parameter = mean if shape == math.inf else repetition_gamma(mean, shape)
+    if shape != math.inf:
+        assert _tnb_mean(parameter, shape) <= mean * (1 + 1e-9)
+        assert _tnb_mean(parameter, shape) >= mean * (1 - 1e-6)
+    rng = np.random.default_rng(0)
+    draws = [repeated_candidates(3, shape, parameter, rng=rng) for _ in range(20_000)]
+    sizes = np.array([d.size for d in draws])
+    assert abs(sizes.mean() - mean) <= 5 * sizes.std() / math.sqrt(sizes.size)
+    if shape != math.inf:
+        assert sizes.min() >= 1
+    counts = np.bincount(np.concatenate(draws), minlength=3)
+    expected = counts.sum() / 3
+    assert np.all(np.abs(counts - expected) <= 5 * math.sqrt(expected))

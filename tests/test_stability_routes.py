@@ -1,0 +1,400 @@
+"""The full-strength sparse vector calibrations, their parts and their planner.
+
+docs/design.rst, "The sparse vector test at full strength" and "The
+stability planner". Every privacy-relevant number is checked against an
+independent computation: brute-force sums for the optimal composition of two
+kinds and for the discrete Gaussian tail, dp_accounting's PLD and RDP
+conversion, and a Monte-Carlo run of the planner's model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+from sklearn.datasets import make_classification
+from sklearn.dummy import DummyClassifier
+
+from dpsklearn import (
+    PrivacyAccountant,
+    SoftLabelPrivateRegressor,
+    SubsampleAggregateClassifier,
+)
+from dpsklearn.accounting import kov_delta
+from dpsklearn.accounting._events import dp_accounting
+from dpsklearn.accounting._optimal_composition import (
+    largest_two_kind_scale,
+    two_kind_epsilon,
+    two_kind_log_delta,
+)
+from dpsklearn.mechanisms import calibrate_sparse_vector, sparse_vector_candidates
+from dpsklearn.mechanisms._sparse_vector_routes import _ORDERS, rdp_route_epsilon
+from dpsklearn.mechanisms._sparse_vector_tails import (
+    difference_log_tail,
+    difference_tail,
+    smallest_tail_index,
+)
+from dpsklearn.planning import plan_stability_test
+from dpsklearn.planning._stability_plan import _expected_answered
+
+
+# -- the optimal composition of two kinds ------------------------------------------
+def _brute_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon):
+    q_a, q_b = 1 / (1 + math.exp(eps_a)), 1 / (1 + math.exp(eps_b))
+    total = 0.0
+    for i, j in itertools.product(range(k_a + 1), range(k_b + 1)):
+        loss = eps_a * (k_a - 2 * i) + eps_b * (k_b - 2 * j)
+        if loss > epsilon:
+            weight = binom.pmf(i, k_a, q_a) * binom.pmf(j, k_b, q_b)
+            total += weight * (1 - math.exp(epsilon - loss))
+    return total
+
+
+@pytest.mark.parametrize(
+    "eps_a, k_a, eps_b, k_b, epsilon",
+    [
+        (0.1, 20, 0.3, 10, 0.5),
+        (0.05, 40, 0.02, 30, 0.3),
+        (0.5, 5, 0.5, 7, 1.0),
+        (0.2, 30, 0.01, 50, 0.8),
+        (1.0, 3, 2.0, 2, 0.0),
+    ],
+)
+def test_two_kind_delta_matches_brute_force(eps_a, k_a, eps_b, k_b, epsilon):
+    got = math.exp(two_kind_log_delta(eps_a, k_a, eps_b, k_b, epsilon))
+    expected = _brute_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon)
+    assert got == pytest.approx(expected, rel=1e-9)
+    assert got >= expected  # rounded towards more privacy loss
+
+
+def test_two_kind_delta_reduces_to_kov_and_sits_inside_the_pld_bounds():
+    # One kind: Kairouz-Oh-Viswanath. Two kinds: below dp_accounting's
+    # pessimistic PLD of the same randomized responses, and close to it.
+    assert math.exp(two_kind_log_delta(0.03, 100, 0.0, 0, 1.0)) == pytest.approx(
+        kov_delta(0.03, 100, 1.0), rel=1e-9
+    )
+    pld = dp_accounting().pld.privacy_loss_distribution
+    common = dp_accounting().pld.common
+
+    def one(eps, k):
+        return pld.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(eps, 0),
+            value_discretization_interval=1e-5,
+        ).self_compose(k)
+
+    exact = math.exp(two_kind_log_delta(0.02, 100, 0.05, 100, 1.0))
+    upper = one(0.02, 100).compose(one(0.05, 100)).get_delta_for_epsilon(1.0)
+    assert exact <= upper <= 1.01 * exact
+
+
+def test_two_kind_inverses_are_conservative():
+    eps0 = largest_two_kind_scale(1.0, 5e-6, 100, 100, 0.5)
+    assert two_kind_log_delta(eps0, 100, 0.5 * eps0, 100, 1.0) <= math.log(5e-6)
+    assert two_kind_log_delta(
+        eps0 * 1.001, 100, 0.5 * eps0 * 1.001, 100, 1.0
+    ) > math.log(5e-6)
+    epsilon = two_kind_epsilon(0.01, 100, 0.02, 50, 1e-5)
+    assert two_kind_log_delta(0.01, 100, 0.02, 50, epsilon) <= math.log(1e-5)
+    assert epsilon < 100 * 0.01 + 50 * 0.02
+
+
+# -- the discrete Gaussian tail and the RDP conversion ----------------------------
+@pytest.mark.parametrize(
+    "n, s_q, s_t",
+    [
+        (1, 2.0, 1.0),
+        (12, 3.0, 4.0),
+        (40, 7.0, 9.0),
+        (-5, 3.0, 4.0),  # below zero: the symmetric side
+        (60, 0.6, 9.0),  # a narrow query noise: every slice of the sum is used
+        (60, 9.0, 0.6),
+        (250, 12.0, 15.0),  # far tail, near 1e-30
+    ],
+)
+def test_gaussian_difference_tail_matches_convolution(n, s_q, s_t):
+    z = np.arange(-400, 401)
+    p_q = np.exp(-(z**2) / (2 * s_q**2))
+    p_t = np.exp(-(z**2) / (2 * s_t**2))
+    pmf = np.convolve(p_q / p_q.sum(), p_t / p_t.sum())
+    d = np.arange(-800, 801)
+    expected = float(pmf[d >= n][::-1].sum())
+    got = difference_tail(n, s_q, s_t, "gaussian")
+    assert got == pytest.approx(expected, rel=1e-8)
+    assert got >= expected
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("guess", [None, 2, 40, 300, 311, 5000])
+def test_smallest_tail_index_does_not_depend_on_the_guess(noise, guess):
+    log_target = math.log(1e-9)
+    n = smallest_tail_index(log_target, 30.0, 25.0, noise, guess=guess)
+    assert n == smallest_tail_index(log_target, 30.0, 25.0, noise)
+    assert difference_log_tail(n, 30.0, 25.0, noise) <= log_target
+    assert difference_log_tail(n - 1, 30.0, 25.0, noise) > log_target
+
+
+def test_rdp_conversion_matches_dp_accounting():
+    compute = dp_accounting().rdp.rdp_privacy_accountant.compute_epsilon
+    orders = np.asarray(_ORDERS)
+    for n, c, k, f, c_f, delta in [
+        (100, 3e-6, 2000, 100, 1e-6, 1e-5),
+        (10, 1e-3, 50, 0, 0.0, 1e-6),
+    ]:
+        curve = n * (math.log(k) / (orders - 1) + orders * c) + f * orders * c_f
+        expected, _ = compute(list(orders), list(curve), delta)
+        got = rdp_route_epsilon(n, c, k, f, c_f, delta)
+        assert got == pytest.approx(expected, rel=1e-12)
+
+
+# -- the calibrations' guarantees, recomputed --------------------------------------
+@pytest.mark.parametrize("epsilon, T", [(1.0, 100), (2.0, 200), (8.0, 30)])
+def test_laplace_with_fallback_composes_jointly(epsilon, T):
+    cal = calibrate_sparse_vector(
+        epsilon, 1e-5, T, "laplace", n_fallbacks=T, fallback_share=0.5
+    )
+    eps0 = 1 / cal.threshold_scale + 2 / cal.query_scale
+    assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
+    assert cal.n_fallbacks == T
+    log_delta = two_kind_log_delta(eps0, T, cal.fallback_epsilon, T, epsilon)
+    assert log_delta <= math.log(cal.sparse_vector_delta) + 1e-9
+    assert T * difference_tail(
+        int(cal.threshold) + 1, cal.query_scale, cal.threshold_scale
+    ) <= cal.stability_delta * (1 + 1e-12)
+    # Jointly composed, both parts get more than the paper's structure gives.
+    exact = calibrate_sparse_vector(
+        epsilon, 1e-5, T, "exact", n_fallbacks=T, fallback_share=0.5
+    )
+    assert cal.threshold < exact.threshold
+    assert cal.fallback_epsilon > exact.fallback_epsilon
+
+
+def test_reference_figures_of_the_issue_at_share_one_half():
+    # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 and each
+    # fallback's epsilon 0.005 -> 0.018.
+    exact = calibrate_sparse_vector(
+        1.0, 1e-5, 100, "exact", n_fallbacks=100, fallback_share=0.5
+    )
+    joint = calibrate_sparse_vector(1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5)
+    assert round(exact.threshold) == 4886 and exact.fallback_epsilon == 0.005
+    assert joint.name == "laplace" and joint.threshold == 3000
+    assert joint.fallback_epsilon == pytest.approx(0.0184, abs=1e-4)
+
+
+@pytest.mark.parametrize("max_queries", [100, 2000, 200_000])
+def test_gaussian_guarantee_recomputed(max_queries):
+    cal = calibrate_sparse_vector(1.0, 1e-5, 100, "gaussian", max_queries=max_queries)
+    compute = dp_accounting().rdp.rdp_privacy_accountant.compute_epsilon
+    orders = np.geomspace(1.01, 1e6, 20_000)
+    # Zhu and Wang (2020), Theorem 8 at sensitivity 1, T instances.
+    per_instance = (
+        math.log(max_queries) / (orders - 1)
+        + orders / cal.threshold_scale**2
+        + 2 * orders / cal.query_scale**2
+    )
+    epsilon, _ = compute(
+        list(orders), list(100 * per_instance), cal.sparse_vector_delta
+    )
+    assert epsilon <= 1.0 + 1e-6
+    assert 100 * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+    # It loses to laplace, and more as max_queries grows (the log K term).
+    assert cal.threshold > 2.5 * calibrate_sparse_vector(1.0, 1e-5, 100).threshold
+
+
+def test_epsilon_after_is_monotone_and_within_budget():
+    for cal in (
+        calibrate_sparse_vector(
+            1.0, 1e-5, 50, "laplace", n_fallbacks=50, fallback_share=0.3
+        ),
+        calibrate_sparse_vector(
+            1.0,
+            1e-5,
+            50,
+            "gaussian",
+            max_queries=500,
+            n_fallbacks=50,
+            fallback_share=0.3,
+        ),
+        calibrate_sparse_vector(
+            1.0, 1e-5, 50, "exact", n_fallbacks=50, fallback_share=0.3
+        ),
+    ):
+        values = [cal.epsilon_after(n, n) for n in range(0, 51, 5)]
+        assert values[0] == 0.0
+        assert all(a <= b + 1e-12 for a, b in itertools.pairwise(values))
+        assert values[-1] <= cal.epsilon * (1 + 1e-9)
+        assert cal.epsilon_after(50, 0) <= values[-1]
+
+
+def test_gaussian_is_inadmissible_without_max_queries():
+    assert sparse_vector_candidates(1.0, 1e-5, 10)["gaussian"] is None
+    with pytest.raises(ValueError, match="max_queries"):
+        calibrate_sparse_vector(1.0, 1e-5, 10, "gaussian")
+
+
+def test_gaussian_without_a_fitting_coefficient_says_why():
+    # log K / (alpha - 1) alone exceeds a tiny budget: no coefficient fits.
+    assert sparse_vector_candidates(0.05, 1e-5, 1000, max_queries=10**6)[
+        "gaussian"
+    ] is None
+    with pytest.raises(ValueError, match="no noise scale"):
+        calibrate_sparse_vector(0.05, 1e-5, 1000, "gaussian", max_queries=10**6)
+
+
+# -- the estimators ------------------------------------------------------------------
+X, Y = make_classification(n_samples=3000, n_features=5, random_state=0)
+
+
+def test_gaussian_calibration_needs_max_queries_before_anything_is_spent():
+    accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    model = SubsampleAggregateClassifier(
+        n_estimators=10,
+        calibration="gaussian",
+        classes=[0, 1],
+        accountant=accountant,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="max_queries"):
+        model.fit(X, Y)
+    assert accountant.spent == (0.0, 0.0)
+
+
+def test_gaussian_calibration_serves_with_gaussian_noise():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SubsampleAggregateClassifier(
+            n_estimators=30,
+            epsilon=1e4,
+            calibration="gaussian",
+            max_queries=100,
+            classes=[0, 1],
+            random_state=0,
+            noise_random_state=0,
+        ).fit(X, Y)
+    assert model.calibration_ == "gaussian"
+    engine = model._serving_state_.engine.test
+    assert engine.query_noise.distribution == "gaussian"
+    assert engine.threshold_noise.distribution == "gaussian"
+    model.predict(X[:50])
+    spent, _ = model.budget_status().spent
+    assert 0 < spent <= 1e4
+
+
+def test_joint_spending_follows_the_calibration():
+    # After n failed tests with the noisy-max fallback, the model reports the
+    # joint composition of the n started instances with their n slots.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SubsampleAggregateClassifier(
+            DummyClassifier(strategy="stratified"),
+            n_estimators=5,
+            epsilon=1.0,
+            max_unstable=20,
+            classes=[0, 1],
+            random_state=0,
+            noise_random_state=0,
+            on_exhausted="abstain",
+            abstain_label=-1,
+        ).fit(X, Y)
+    model.predict(X[:10])
+    status = model.budget_status()
+    cal = model.privacy_mechanism_.calibration
+    started = model._serving_state_.engine.test.n_threshold_draws
+    assert status.spent[0] == pytest.approx(cal.epsilon_after(started, started))
+    assert status.spent[0] <= 1.0
+
+
+def test_max_unstable_auto_takes_the_planners_choice():
+    X_big, y_big = make_classification(
+        n_samples=20_000, n_features=5, class_sep=3.0, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SubsampleAggregateClassifier(
+            n_estimators=1000,
+            epsilon=8.0,
+            max_unstable="auto",
+            fallback="abstain",
+            abstain_label=-1,
+            classes=[0, 1],
+            max_queries=500,
+            unstable_fraction=0.02,
+            random_state=0,
+        ).fit(X_big, y_big)
+    best = plan_stability_test(
+        20_000,
+        500,
+        8.0,
+        1e-5,
+        unstable_fraction=0.02,
+        n_estimators=1000,
+    )[0]
+    assert model.max_unstable_ == best.max_unstable
+    assert model.n_estimators_ == 1000
+
+
+def test_fit_warns_when_nothing_can_pass():
+    with pytest.warns(UserWarning, match="even unanimous votes"):
+        SubsampleAggregateClassifier(
+            n_estimators=40, epsilon=1.0, classes=[0, 1], random_state=0
+        ).fit(X, Y)
+
+
+def test_soft_labels_take_every_route():
+    from sklearn.datasets import make_regression
+
+    Xr, yr = make_regression(n_samples=400, n_features=3, random_state=0)
+    for name in ("laplace", "gaussian", "exact"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reg = SoftLabelPrivateRegressor(
+                n_estimators=10,
+                epsilon=2.0,
+                max_unstable=10,
+                max_queries=50,
+                calibration=name,
+                target_range=(-300, 300),
+                noise_random_state=0,
+            ).fit(Xr, yr)
+        assert reg.calibration_ == name
+        assert reg.privacy_mechanism_.calibration.cutoff == 11  # T + 1 draws
+        reg.predict(Xr[:5])
+
+
+# -- the planner ----------------------------------------------------------------------
+def test_expected_answered_matches_a_simulation():
+    # The planner's model: each query passes independently with probability
+    # pi until the T-th failure. 20,000 simulated streams: the mean of
+    # answered queries is within 4 standard errors (failure probability
+    # about 6e-5) of the formula.
+    pi, m, T = 0.93, 2000, 100
+    expected, _ = _expected_answered(pi, m, T)
+    rng = np.random.default_rng(0)
+    passes = rng.random((20_000, m)) < pi
+    failures = np.cumsum(~passes, axis=1)
+    alive = np.concatenate([np.ones((20_000, 1), bool), failures[:, :-1] < T], axis=1)
+    answered = (passes & alive).sum(axis=1)
+    se = answered.std() / math.sqrt(answered.size)
+    assert abs(answered.mean() - expected) < 4 * se
+
+
+def test_plan_rows_are_public_figures_in_order():
+    plan = plan_stability_test(
+        300_000, 2000, 2.0, 1e-5, unstable_fraction=0.08, agreement=0.8
+    )
+    best = plan[0]
+    assert best.can_pass and best.expected_answered > 0.9
+    assert all(best.expected_answered >= r.expected_answered - 0.01 for r in plan)
+    cannot = [r for r in plan if not r.can_pass]
+    assert cannot and all(r.expected_answered < 1e-3 for r in cannot)
+    # w does not depend on k, and a calibration's w grows with T.
+    by_t = {}
+    for r in plan:
+        by_t.setdefault(r.max_unstable, set()).add(r.threshold)
+    assert all(len(ws) == 1 for ws in by_t.values())
+    w = [by_t[t].pop() for t in sorted(by_t)]
+    assert all(a < b for a, b in itertools.pairwise(w))
+    assert set(best.as_dict()) >= {"n_estimators", "threshold", "expected_answered"}
