@@ -21,6 +21,7 @@ see the README's privacy contract. The package is laid out by role:
 from .accounting import LedgerError, PrivacyAccountant, PrivacyEvent, PrivacyLedger
 from .ensemble import (
     KnowledgeTransferClassifier,
+    KnowledgeTransferRegressor,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     SoftLabelPrivateRegressor,
@@ -48,6 +49,7 @@ __all__ = [
     "ExponentialMechanismERM",
     "ExponentialMechanismERMRegressor",
     "KnowledgeTransferClassifier",
+    "KnowledgeTransferRegressor",
     "LedgerError",
     "PrivacyAccountant",
     "PrivacyEvent",

@@ -33,6 +33,15 @@ that the audit has teeth.
   what the calibration certified): each released row is then
   ``4/sigma^2``-zCDP, four times the claim. Audited in
   ``tests/test_audit_estimators.py``.
+* :func:`grid_gaussian_half_sigma` -- a fitted
+  ``PrivatePredictionRegressor(calibration="gaussian")`` that serves with
+  half the calibrated ``sigma_u``: each value is then four times the
+  claimed zCDP cost. Audited in ``tests/test_audit_regression.py``.
+* :func:`kernel_ridge_shards_divided_twice` -- a fitted sharded
+  ``PrivateKernelRidge`` whose noise is calibrated to the shard average's
+  sensitivity divided by ``k`` once more (``Delta / k^2``: the averaging
+  applied twice); it leaks about ``k`` times the claim. Audited in
+  ``tests/test_audit_regression.py``.
 * :func:`selection_scoring_without_noise` -- a private search
   (:class:`~dpsklearn.mechanisms.RepeatedSelection`) that compares and
   releases the candidates' exact validation counts. Audited in
@@ -176,6 +185,64 @@ def gnmax_half_sigma(model):
     engine = model._serving_state_.engine
     engine.sigma = engine.sigma / 2.0
     model.sigma_ = engine.sigma
+    return model
+
+
+def grid_gaussian_half_sigma(model):
+    """Make a fitted Gaussian ``PrivatePredictionRegressor`` serve with ``sigma / 2``.
+
+    The model still claims its ``(epsilon, delta)``; its values are released
+    with half the discrete Gaussian noise the calibration certified (the
+    serving engine's ``sigma_units`` is what the release reads).
+
+    Parameters
+    ----------
+    model : PrivatePredictionRegressor
+        Fitted with ``calibration="gaussian"``, not yet serving.
+
+    Returns
+    -------
+    model : PrivatePredictionRegressor
+        The same object, broken.
+    """
+    engine = model._serving_state_.engine
+    engine.sigma_units = engine.sigma_units / 2.0
+    return model
+
+
+def kernel_ridge_shards_divided_twice(model):
+    """Make a fitted sharded ``PrivateKernelRidge`` serve at ``sensitivity / k``.
+
+    The mechanism is rebuilt with the average's sensitivity divided by the
+    number of shards once more (its grid and noise follow the smaller
+    figure), and the serving engine releases through it.
+
+    Parameters
+    ----------
+    model : PrivateKernelRidge
+        Fitted with ``release="predictions"`` and ``n_estimators=k``, not
+        yet serving.
+
+    Returns
+    -------
+    model : PrivateKernelRidge
+        The same object, broken.
+    """
+    from dpsklearn.mechanisms import GridLaplaceRelease
+    from dpsklearn.mechanisms._per_query import GridLaplaceEngine
+
+    mech = model.privacy_mechanism_
+    broken = GridLaplaceRelease(
+        mech.epsilon,
+        mech.delta,
+        mech.max_queries,
+        mech.epsilon_per_query,
+        mech.calibration_name,
+        mech.sensitivity / model.n_estimators_,
+        mech.bounds,
+    )
+    state = model._serving_state_
+    state.engine = GridLaplaceEngine(broken, state.engine.noise)
     return model
 
 

@@ -72,6 +72,19 @@ class AuditTable:
         assert len(cells) == len(AUDIT_HEADER), cells
         self.rows.append(tuple(str(cell) for cell in cells))
 
+    def record(self, mechanism, neighbours, result, claimed, exact=None):
+        """Add the row of one :class:`~dpsklearn.audit.AuditResult`."""
+        self.add(
+            mechanism,
+            neighbours,
+            f"{result.n_runs + result.n_selection_runs:,}",
+            f"{claimed:.4g}",
+            f"{result.epsilon_lower:.3f}",
+            f"{result.epsilon_hat:.3f}",
+            "" if exact is None else f"{exact:.3f}",
+            "LEAK CAUGHT" if result.epsilon_lower > claimed else "ok",
+        )
+
     def lines(self):
         rows = [AUDIT_HEADER, *self.rows]
         widths = [max(len(r[i]) for r in rows) for i in range(len(AUDIT_HEADER))]

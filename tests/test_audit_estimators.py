@@ -68,7 +68,7 @@ from dpsklearn import (
     SoftLabelPrivateRegressor,
     SubsampleAggregateClassifier,
 )
-from dpsklearn.audit import AuditResult, audit, exact_epsilon
+from dpsklearn.audit import audit, exact_epsilon
 from dpsklearn.ensemble import partition_indices
 from dpsklearn.mechanisms import (
     SparseVectorEngine,
@@ -108,17 +108,7 @@ _TABLE = AuditTable(
 _audit_table = _TABLE.fixture()
 
 
-def _record(mechanism, neighbours, result: AuditResult, claimed, exact=None):
-    _TABLE.add(
-        mechanism,
-        neighbours,
-        f"{result.n_runs + result.n_selection_runs:,}",
-        f"{claimed:.4g}",
-        f"{result.epsilon_lower:.3f}",
-        f"{result.epsilon_hat:.3f}",
-        "" if exact is None else f"{exact:.3f}",
-        "LEAK" if result.epsilon_lower > claimed else "ok",
-    )
+_record = _TABLE.record  # one audit result's row
 
 
 def _record_exact(mechanism, neighbours, claimed, exact, delta):

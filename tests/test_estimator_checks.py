@@ -17,8 +17,8 @@ How the instances are configured for the checks:
   default-constructible);
 * ``SCIPY_ARRAY_API=1`` from ``conftest.py``, so no check is skipped.
 
-``KnowledgeTransferClassifier`` is checked through a test-only subclass whose
-``fit`` passes ``X_public=X``.
+``KnowledgeTransferClassifier`` and ``KnowledgeTransferRegressor`` are checked
+through test-only subclasses whose ``fit`` passes ``X_public=X``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dpsklearn import (
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
+    KnowledgeTransferRegressor,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
@@ -120,6 +121,21 @@ class KnowledgeTransferForChecks(KnowledgeTransferClassifier):
         return super().fit(X, y, X_public=X)
 
 
+class KnowledgeTransferRegressorForChecks(KnowledgeTransferRegressor):
+    """Test-only: the checks call ``fit(X, y)``; the public rows are ``X``."""
+
+    def fit(self, X, y):
+        return super().fit(X, y, X_public=X)
+
+
+def _regression_teacher():
+    # The checks seed only the outer random_state, so the teacher's partition
+    # is seeded here (real-valued labels show any change of shards).
+    return PrivatePredictionRegressor(
+        n_estimators=5, max_queries=10_000, random_state=0, noise_random_state=0
+    )
+
+
 # -- the registry -------------------------------------------------------------
 
 REGISTRY: list[CheckCase] = [
@@ -202,6 +218,13 @@ REGISTRY: list[CheckCase] = [
             random_state=0,
         )
     ),
+    # The regression student: sequential, and bootstrap disagreement.
+    CheckCase(KnowledgeTransferRegressorForChecks(_regression_teacher())),
+    CheckCase(
+        KnowledgeTransferRegressorForChecks(
+            _regression_teacher(), query_strategy="uncertainty", random_state=0
+        )
+    ),
     # -- PrivateKernelRidge ---------------------------------------------------
     # The served model: max_queries covers every prediction a check makes on
     # one fit; the large epsilon keeps the noise below the target scale, so
@@ -210,6 +233,22 @@ REGISTRY: list[CheckCase] = [
     CheckCase(
         PrivateKernelRidge(epsilon=1e4, max_queries=10_000, noise_random_state=0),
         FRESH_NOISE_PER_QUERY,
+    ),
+    # Sharded (divide and conquer): three exact shard fits, averaged.
+    CheckCase(
+        PrivateKernelRidge(
+            epsilon=1e4, max_queries=10_000, n_estimators=3, noise_random_state=0
+        ),
+        FRESH_NOISE_PER_QUERY,
+    ),
+    CheckCase(
+        PrivateKernelRidge(
+            release="model",
+            n_components=20,
+            n_estimators=3,
+            random_state=0,
+            noise_random_state=0,
+        )
     ),
     # The released model: its predictions are deterministic post-processing.
     CheckCase(

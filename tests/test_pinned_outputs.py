@@ -308,7 +308,13 @@ CASES = {
         epsilon=4.0, max_queries=400, calibration="zcdp"
     ),
     "pp_gnmax": lambda: _pp_classifier(epsilon=4.0, max_queries=400, mechanism="gnmax"),
-    "pp_regressor_auto": lambda: _pp_regressor(epsilon=2.0, max_queries=200),
+    # What "auto" chose before the Gaussian release existed (Laplace, rdp).
+    "pp_regressor_rdp": lambda: _pp_regressor(
+        epsilon=2.0, max_queries=200, calibration="rdp"
+    ),
+    # Recorded when the discrete Gaussian release was added: "auto" takes it
+    # at 200 queries.
+    "pp_regressor_auto_gaussian": lambda: _pp_regressor(epsilon=2.0, max_queries=200),
     "pp_regressor_basic": lambda: _pp_regressor(
         epsilon=2.0, max_queries=200, calibration="basic"
     ),

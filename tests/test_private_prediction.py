@@ -28,7 +28,13 @@ from dpsklearn import (
 )
 from dpsklearn.accounting import per_release_epsilon, rdp_epsilon_of_rho, zcdp_epsilon
 from dpsklearn.ensemble import ConstantTeacher
-from dpsklearn.mechanisms import SoftMajority, gnmax, gnmax_noisy_counts, gnmax_sigma
+from dpsklearn.mechanisms import (
+    GridLaplaceRelease,
+    SoftMajority,
+    gnmax,
+    gnmax_noisy_counts,
+    gnmax_sigma,
+)
 from dpsklearn.noise import (
     default_grid_step,
     discrete_laplace,
@@ -102,22 +108,42 @@ def test_epsilon_per_query_hand_computed(
     assert per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="zcdp"
     )[0] == (pytest.approx(zcdp_laplace, rel=1e-12))
-    reg = PrivatePredictionRegressor(
-        n_estimators=3,
-        epsilon=epsilon,
-        delta=delta,
-        max_queries=m,
-        target_range=(-3, 3),
-    ).fit(X, y)
+    # The regressor's Laplace release takes the Laplace splits (eps_q^2/2).
+    regs = {
+        calibration: PrivatePredictionRegressor(
+            n_estimators=3,
+            epsilon=epsilon,
+            delta=delta,
+            max_queries=m,
+            calibration=calibration,
+            target_range=(-3, 3),
+        ).fit(X, y)
+        for calibration in ("basic", "zcdp", "rdp", "gaussian", "auto")
+    }
     rdp_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="rdp"
     )[0]
     kov_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="kov"
     )[0]
-    assert reg.epsilon_per_query_ >= max(basic, zcdp_laplace, rdp_laplace)
-    assert reg.epsilon_per_query_ == pytest.approx(
+    assert regs["basic"].epsilon_per_query_ == pytest.approx(basic, rel=1e-12)
+    assert regs["zcdp"].epsilon_per_query_ == pytest.approx(zcdp_laplace, rel=1e-12)
+    assert regs["rdp"].epsilon_per_query_ == rdp_laplace
+    assert regs["gaussian"].epsilon_per_query_ is None
+    # "auto": the least noisy of the best Laplace split (the largest eps_q of
+    # the splits, optimal composition included) and the Gaussian.
+    laplace = GridLaplaceRelease.calibrate(
+        epsilon, delta, m, sensitivity=6 / 3, bounds=(-3, 3)
+    )
+    assert laplace.epsilon_per_query >= max(basic, zcdp_laplace, rdp_laplace)
+    assert laplace.epsilon_per_query == pytest.approx(
         max(basic, zcdp_laplace, rdp_laplace, kov_laplace), rel=1e-3
+    )
+    gaussian_wins = regs["gaussian"].noise_std_ < laplace.noise_std
+    chosen = "gaussian" if gaussian_wins else laplace.calibration_name
+    assert regs["auto"].calibration_ == chosen
+    assert regs["auto"].noise_std_ == min(
+        regs["gaussian"].noise_std_, laplace.noise_std
     )
 
 

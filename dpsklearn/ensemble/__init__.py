@@ -7,12 +7,14 @@
 * the estimators: :class:`SubsampleAggregateClassifier` (the sparse vector
   stability test, or Confident-GNMax), :class:`PrivatePredictionClassifier`
   (soft majority, or GNMax), :class:`PrivatePredictionRegressor`,
-  :class:`SoftLabelPrivateRegressor` and :class:`KnowledgeTransferClassifier`
-  (a publishable student).
+  :class:`SoftLabelPrivateRegressor`, and the publishable students
+  :class:`KnowledgeTransferClassifier` and :class:`KnowledgeTransferRegressor`
+  (their shared fit in :mod:`._knowledge_transfer_base`).
 """
 
 from ._fused import FusedLinearEnsemble, fused_ensemble, why_not_fusable
 from ._knowledge_transfer import KnowledgeTransferClassifier
+from ._knowledge_transfer_regressor import KnowledgeTransferRegressor
 from ._private_prediction import PrivatePredictionClassifier
 from ._private_regression import PrivatePredictionRegressor
 from ._sharding import (
@@ -30,6 +32,7 @@ __all__ = [
     "ConstantTeacher",
     "FusedLinearEnsemble",
     "KnowledgeTransferClassifier",
+    "KnowledgeTransferRegressor",
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",
     "SoftLabelPrivateRegressor",

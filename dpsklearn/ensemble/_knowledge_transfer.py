@@ -19,37 +19,24 @@ about 0.4 points (``benchmarks/real_data_targets.py``).
 
 from __future__ import annotations
 
-import inspect
-import warnings
-from numbers import Integral
-
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
-from sklearn.exceptions import NotFittedError
+from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import keeps_live_model
-from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from ._knowledge_transfer_base import (
+    BaseKnowledgeTransfer,
+    predict_accepts_abstained,
+    student_has,
+)
 from ._private_prediction import PrivatePredictionClassifier
 
 __all__ = ["KnowledgeTransferClassifier"]
 
 
-def _student_has(method):
-    def check(self):
-        student = self.student_ if hasattr(self, "student_") else self._student()
-        getattr(student, method)  # AttributeError when the student lacks it
-        return True
-
-    return check
-
-
-class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
+class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
     """A student fitted on public rows labelled by a private teacher.
 
     ``fit(X, y, X_public=...)`` clones ``teacher`` and fits it on the
@@ -156,15 +143,6 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
     (250, 250)
     """
 
-    _parameter_constraints: dict = {
-        "teacher": [HasMethods(["fit", "predict"]), None],
-        "student": [HasMethods(["fit", "predict"]), None],
-        "query_strategy": [StrOptions({"sequential", "uncertainty"})],
-        "n_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "n_rounds": [Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
-    }
-
     def __init__(
         self,
         teacher=None,
@@ -182,53 +160,23 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         self.n_rounds = n_rounds
         self.random_state = random_state
 
-    def __sklearn_is_fitted__(self):
-        # Fitted means a completed fit (a failed one may have set n_features_in_).
-        return hasattr(self, "student_")
-
-    def _teacher(self):
-        if self.teacher is None:
-            return PrivatePredictionClassifier()
-        return self.teacher
-
-    def _student(self):
-        return LogisticRegression() if self.student is None else self.student
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True  # labels carry privacy noise
-        try:
-            tags.non_deterministic = get_tags(self._teacher()).non_deterministic
-        except Exception:  # not an estimator: fit will say so
-            tags.non_deterministic = True
-        tags.input_tags.sparse = False
         return tags
 
-    def _warn_if_teacher_fitted(self):
-        # The teacher *parameter* is kept (scikit-learn keeps parameters as
-        # given); a fitted one would travel with this object when published.
-        if self.teacher is None:
-            return
-        try:
-            check_is_fitted(self.teacher)
-        except (NotFittedError, TypeError):
-            return
-        warnings.warn(
-            "the teacher passed as a parameter is already fitted: it stays in "
-            "this object's parameters and holds the private data. Publish "
-            "student_ alone, or set_params(teacher=None) before publishing.",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
+    @staticmethod
+    def _default_teacher():
+        return PrivatePredictionClassifier()
+
+    @staticmethod
+    def _default_student():
+        return LogisticRegression()
 
     def _check_teacher(self, teacher):
         if not is_classifier(teacher):
             raise TypeError(f"teacher must be a private classifier, got {teacher!r}.")
-        try:
-            parameters = inspect.signature(teacher.predict).parameters
-        except (TypeError, ValueError):  # pragma: no cover - builtins
-            parameters = {}
-        if "return_abstained" not in parameters:
+        if not predict_accepts_abstained(teacher):
             raise TypeError(
                 f"teacher={teacher!r} is not a dpsklearn private classifier: its "
                 "predict does not accept return_abstained. Its labels would not "
@@ -236,113 +184,40 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
                 "PrivatePredictionClassifier."
             )
 
-    @keeps_live_model
-    def fit(self, X, y, X_public=None):
-        """Fit the teacher privately, label ``X_public``, fit the student.
-
-        Everything is validated (parameters, data, the width of
-        ``X_public``, the teacher's interface) before the teacher is fitted,
-        so a bad input spends no budget.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Private training rows.
-        y : array-like of shape (n_samples,)
-            Private labels.
-        X_public : array-like of shape (n_public, n_features)
-            Public unlabelled rows, none of them private. Required.
-
-        Returns
-        -------
-        self : object
-        """
-        vars(self).pop("student_", None)  # a failed refit leaves it unfitted
-        self._validate_params()
-        self._warn_if_teacher_fitted()
-        teacher = clone(self._teacher())
-        self._check_teacher(teacher)
-        student = clone(self._student())
-        if X_public is None:
-            raise ValueError(
-                "X_public is required: the public, unlabelled rows that the "
-                "private teacher labels for the student."
-            )
-        X, y = validate_data(self, X, y)
+    def _validate_training(self, X, y):
+        X, y = self._validate_rows(X, y)
         check_classification_targets(y)
-        try:
-            X_public = validate_data(self, X_public, reset=False)
-        except ValueError as exc:
-            raise ValueError(f"X_public is not valid for this model: {exc}") from exc
-        if X_public.shape[0] == 0:
-            raise ValueError("X_public has no rows.")
+        return X, y
 
-        n_public = X_public.shape[0]
-        n_queries = self._resolve_n_queries(teacher, n_public)
-        if self.query_strategy == "uncertainty":
-            _check_can_rank(student)
-        teacher.fit(X, y)
-        if self.query_strategy == "sequential":
-            rounds = [np.arange(n_queries)]
-        else:
-            rounds = _uncertainty_rounds(
-                student,
-                X_public,
-                n_queries,
-                min(self.n_rounds, n_queries),
-                check_random_state(self.random_state),
-            )
-        asked, labels, abstained = _ask_teacher(teacher, X_public, rounds, n_queries)
-        del teacher  # nothing of the teacher (or its teachers) is kept
+    @staticmethod
+    def _released_labels(teacher, X):
+        return teacher.predict(X, return_abstained=True)
 
-        keep = ~abstained
-        if not keep.any():
-            raise ValueError(
-                "the teacher labelled none of the public rows (all abstained or "
-                "unanswered); there is nothing to fit the student on."
-            )
-        student.fit(X_public[asked[keep]], labels[keep])
-        self.student_ = student
-        self.n_public_labelled_ = int(keep.sum())
-        self.n_public_abstained_ = int(len(asked) - keep.sum())
-        self.n_public_unanswered_ = int(n_queries - len(asked))
-        self.n_public_unqueried_ = int(n_public - n_queries)
-        return self
+    @staticmethod
+    def _partial_abstained(teacher, released):
+        # Anything outside the teacher's classes is its abstain label.
+        return ~np.isin(released, teacher.classes_)
 
-    def _resolve_n_queries(self, teacher, n_public):
-        if self.n_queries is not None:
-            if self.n_queries > n_public:
-                raise ValueError(
-                    f"n_queries={self.n_queries} is more than the {n_public} "
-                    "rows of X_public."
-                )
-            return int(self.n_queries)
-        if self.query_strategy == "uncertainty":
-            budget = getattr(teacher, "max_queries", None)
-            if isinstance(budget, Integral) and 0 < budget < n_public:
-                return int(budget)
-        return n_public
+    def _check_can_rank(self, student):
+        _check_can_rank(student)
+
+    @staticmethod
+    def _priority(student, X_known, y_known, X_candidates, rng):
+        """Margin sampling: the smallest gap between the two likeliest classes.
+
+        ``None`` (a random round) until the labels hold two classes.
+        """
+        if len(np.unique(y_known)) < 2:
+            return None
+        ranker = clone(student).fit(X_known, y_known)
+        return _student_margin(ranker, X_candidates)
 
     @property
     def classes_(self):
         """The student's classes."""
         return self.student_.classes_
 
-    def predict(self, X):
-        """The student's labels for ``X`` (free: post-processing).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_queries,)
-        """
-        check_is_fitted(self)
-        return self.student_.predict(validate_data(self, X, reset=False))
-
-    @available_if(_student_has("predict_proba"))
+    @available_if(student_has("predict_proba"))
     def predict_proba(self, X):
         """The student's class probabilities for ``X`` (free).
 
@@ -355,9 +230,9 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_proba(validate_data(self, X, reset=False))
+        return self.student_.predict_proba(self._validate_rows(X, reset=False))
 
-    @available_if(_student_has("predict_log_proba"))
+    @available_if(student_has("predict_log_proba"))
     def predict_log_proba(self, X):
         """The student's log-probabilities for ``X`` (free).
 
@@ -370,9 +245,9 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         log_proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_log_proba(validate_data(self, X, reset=False))
+        return self.student_.predict_log_proba(self._validate_rows(X, reset=False))
 
-    @available_if(_student_has("decision_function"))
+    @available_if(student_has("decision_function"))
     def decision_function(self, X):
         """The student's decision function for ``X`` (free).
 
@@ -385,7 +260,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         scores : ndarray of shape (n_queries,) or (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.decision_function(validate_data(self, X, reset=False))
+        return self.student_.decision_function(self._validate_rows(X, reset=False))
 
 
 def _check_can_rank(student):
@@ -409,79 +284,3 @@ def _student_margin(student, X):
         return np.zeros(scores.shape[0])
     top_two = np.partition(scores, scores.shape[1] - 2, axis=1)[:, -2:]
     return top_two[:, 1] - top_two[:, 0]
-
-
-def _uncertainty_rounds(student, X_public, n_queries, n_rounds, random_state):
-    """Yield the public row indices of each round (margin sampling).
-
-    A generator: each round is chosen after the labels of the previous ones
-    are known (``send`` back the labelled rows and their labels). The first
-    round, and any round before the labels hold two classes, is a random
-    sample of the rows not yet asked.
-    """
-    sizes = [len(part) for part in np.array_split(np.arange(n_queries), n_rounds)]
-    asked = np.zeros(X_public.shape[0], dtype=bool)
-    known_rows, known_labels = [], []
-    for size in sizes:
-        candidates = np.flatnonzero(~asked)
-        labels = np.concatenate(known_labels) if known_labels else np.empty(0)
-        if len(np.unique(labels)) >= 2:
-            ranker = clone(student).fit(X_public[np.concatenate(known_rows)], labels)
-            margin = _student_margin(ranker, X_public[candidates])
-            chosen = candidates[np.argsort(margin, kind="stable")[:size]]
-        else:
-            chosen = random_state.choice(candidates, size, replace=False)
-        chosen = np.sort(chosen)
-        asked[chosen] = True
-        feedback = yield chosen
-        known_rows.append(feedback[0])
-        known_labels.append(feedback[1])
-
-
-def _ask_teacher(teacher, X_public, rounds, n_queries):
-    """Ask the teacher round by round; stop when its budget runs out.
-
-    Returns the asked row indices in the order asked, the released labels,
-    and the abstention mask (rows the teacher abstained on).
-    """
-    asked, labels, abstained = [], [], []
-    is_generator = inspect.isgenerator(rounds)
-    rounds_iter = iter(rounds)
-    chosen = next(rounds_iter)
-    while True:
-        try:
-            released, abstain = teacher.predict(X_public[chosen], return_abstained=True)
-            exhausted = None
-        except BudgetExhaustedError as err:
-            exhausted = err
-            released = np.asarray(err.partial_predictions)[: err.n_answered]
-            # Anything outside the teacher's classes is its abstain label.
-            abstain = ~np.isin(released, teacher.classes_)
-        released = np.asarray(released)
-        abstain = np.asarray(abstain, dtype=bool)
-        asked.append(chosen[: len(released)])
-        labels.append(released)
-        abstained.append(abstain)
-        if exhausted is not None:
-            n_asked = sum(len(rows) for rows in asked)
-            warnings.warn(
-                f"the teacher's budget ran out after labelling {n_asked} of "
-                f"{n_queries} public rows to ask about; the other rows stay "
-                "unlabelled.",
-                UserWarning,
-                stacklevel=3,
-            )
-            break
-        keep = ~abstain
-        try:
-            if is_generator:
-                chosen = rounds_iter.send((chosen[keep], released[keep]))
-            else:
-                chosen = next(rounds_iter)
-        except StopIteration:
-            break
-    return (
-        np.concatenate(asked),
-        np.concatenate(labels),
-        np.concatenate(abstained),
-    )

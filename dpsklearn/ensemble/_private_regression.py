@@ -2,9 +2,10 @@
 
 Each teacher's prediction is clipped to the public ``target_range`` before
 the ``k`` predictions are averaged, so one record moves the mean by at most
-``(hi - lo) / k``; the mean is released per query with grid Laplace noise
+``(hi - lo) / k``; the mean is released per query with grid Laplace or
+discrete Gaussian noise, whichever is less noisy for the budget
 (:func:`~dpsklearn.mechanisms.clipped_mean_release`; ``docs/design.rst``,
-"Per-query releases").
+"Per-query releases" and "Gaussian per-query releases").
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import validate_data
 
 from .._base import keeps_live_model
@@ -27,9 +29,16 @@ from ._sharding import teacher_outputs
 
 __all__ = ["PrivatePredictionRegressor"]
 
+#: The regressor's calibrations: the Laplace splits of the classifier, and
+#: the discrete Gaussian release.
+REGRESSOR_CALIBRATIONS = {
+    *PRIVATE_PREDICTION_CONSTRAINTS["calibration"][0].options,
+    "gaussian",
+}
+
 
 class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEstimator):
-    """Private regressor: the clipped mean of the teachers, with grid Laplace noise.
+    """Private regressor: the clipped mean of the teachers, with grid noise.
 
     ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards. Each
     query's answer is the mean of the teachers' predictions, each clipped to
@@ -37,14 +46,20 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     record moves the mean by at most ``(hi - lo) / k`` (Dwork and Feldman
     2018, Theorem 4
     and Lemma 2: averaging ``k`` disjoint teachers divides the stability rate
-    by ``k``). It is released as ``g * (round(mean/g) + DLap(units/eps_q))``
-    with ``units = floor(((hi - lo)/k)/g) + 1``, clipped to the range.
+    by ``k``). It is rounded to a grid of step ``g`` and released with
+    integer noise in grid units, ``units = floor(((hi - lo)/k)/g) + 1``,
+    clipped to the range: discrete Laplace ``DLap(units/eps_q)`` at a
+    per-query epsilon, or discrete Gaussian ``N_Z(0, sigma_u^2)`` with
+    ``sigma_u = units sqrt(m / (2 rho))`` (``docs/design.rst``, "Gaussian
+    per-query releases"). ``calibration="auto"`` takes the one with the
+    smaller noise and records it in ``calibration_``.
 
     Privacy: everything all calls to ``predict`` and ``score``
     ever release is ``(epsilon, delta)``-DP with respect to replacing one
-    training record; ``max_queries`` rows are paid for (``eps_q`` each by
-    basic composition, or ``eps_q^2/2``-zCDP each, composed by zCDP or RDP),
-    a row asked again is
+    training record; ``max_queries`` rows are paid for (Laplace: ``eps_q``
+    each by basic composition, or ``eps_q^2/2``-zCDP each, composed by zCDP
+    or RDP; Gaussian: ``units^2/(2 sigma_u^2)``-zCDP each, composed by RDP
+    or zCDP), a row asked again is
     answered from the release cache for free, and the whole budget is
     reserved at ``fit``. The fitted object holds the teachers and is as
     secret as the training data.
@@ -61,8 +76,16 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         In [0, 1); ``0`` allows only basic composition.
     max_queries : int, default=1000
         Rows the budget pays for (part of the guarantee; ``None`` refused).
-    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
-        As in :class:`PrivatePredictionClassifier`.
+    calibration : {"auto", "basic", "zcdp", "rdp", "gaussian"}, default="auto"
+        ``"basic"``, ``"zcdp"``, ``"rdp"``: grid Laplace at the per-query
+        epsilon of that split (:func:`~dpsklearn.accounting.per_release_epsilon`,
+        as in :class:`PrivatePredictionClassifier`). ``"gaussian"``: discrete
+        Gaussian noise, ``sigma`` certified by dp_accounting's RDP accountant
+        or zCDP, whichever allows less noise (needs ``delta > 0``).
+        ``"auto"``: of the Laplace release at ``per_release_epsilon``'s
+        ``"auto"`` split and the Gaussian one, the one whose noise has the
+        smaller standard deviation (:func:`~dpsklearn.mechanisms.value_release`);
+        Laplace for a few queries, Gaussian for many.
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
         ``y`` with a :class:`PrivacyLeakWarning`.
@@ -78,19 +101,29 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     ----------
     estimators_ : list of estimators
     n_estimators_ : int
-    epsilon_per_query_ : float
+    epsilon_per_query_ : float or None
+        The per-query epsilon of the Laplace release; ``None`` for the
+        Gaussian one (a Gaussian release has no pure epsilon).
     calibration_ : str
-        The one used; under ``"auto"`` also ``"kov"`` (optimal composition
-        of the pure per-query releases, Kairouz, Oh and Viswanath 2015).
+        The calibration used: ``"basic"``, ``"zcdp"``, ``"rdp"`` or ``"kov"``
+        (grid Laplace; ``"kov"`` is the optimal composition of the pure
+        per-query releases, Kairouz, Oh and Viswanath 2015) or
+        ``"gaussian"``; with ``calibration="auto"``, the one chosen.
     target_range_ : tuple of float
     sensitivity_ : float
         ``(hi - lo) / k``.
     grid_step_ : float
     noise_scale_ : float
-        Scale of the released noise in target units,
-        ``grid_step_ * units / epsilon_per_query_``.
+        Scale of the released noise in target units: the Laplace scale
+        ``grid_step_ * units / epsilon_per_query_``, or the Gaussian
+        ``sigma_``.
+    noise_std_ : float
+        Standard deviation of the released noise in target units (what
+        ``calibration="auto"`` compares).
+    sigma_ : float
+        Only for ``calibration_ == "gaussian"``: ``grid_step_ * sigma_u``.
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : GridLaplaceRelease
+    privacy_mechanism_ : GridLaplaceRelease or GridGaussianRelease
         The calibrated mechanism (public figures only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -105,10 +138,18 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     ...     target_range=(-300, 300), random_state=0).fit(X, y)
     >>> reg.predict(X[:3]).shape
     (3,)
+    >>> reg.calibration_, round(reg.noise_std_, 1)  # Gaussian from 9 queries on
+    ('gaussian', 76.9)
+    >>> one = PrivatePredictionRegressor(
+    ...     n_estimators=100, epsilon=1.0, max_queries=1,
+    ...     target_range=(-300, 300), random_state=0).fit(X, y)
+    >>> one.calibration_, round(one.noise_std_, 1)
+    ('basic', 8.5)
     """
 
     _parameter_constraints: dict = {
         **PRIVATE_PREDICTION_CONSTRAINTS,
+        "calibration": [StrOptions(REGRESSOR_CALIBRATIONS)],
         "target_range": ["array-like", None],
     }
 

@@ -2,6 +2,8 @@
 
 * :mod:`._kernels` -- the non-private fit: kernels with a known bound on
   ``K(x, x)``, exact solves, random Fourier features;
+* :mod:`._sharding` -- divide-and-conquer shards: their number under a
+  memory limit, one shard's exact solve, chunked evaluation;
 * :mod:`._kernel_ridge` -- :class:`PrivateKernelRidge`, which releases the
   fit through a mechanism of :mod:`dpsklearn.mechanisms`.
 

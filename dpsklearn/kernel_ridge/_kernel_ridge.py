@@ -17,6 +17,11 @@ mechanism of :mod:`dpsklearn.mechanisms` with the sensitivity of Lemma 2
     For shift-invariant kernels: the fit runs on ``D`` paired random Fourier
     features and only the perturbed weights are kept, so the fitted model
     may be published and its predictions are free and unlimited.
+
+Both can be sharded (``n_estimators=k``, divide and conquer, Zhang, Duchi
+and Wainwright 2013): ``k`` exact fits on disjoint shards, in parallel
+through joblib, averaged; each shard's arrays must fit ``working_memory``
+(:mod:`._sharding`; ``docs/design.rst``, "Sharded kernel ridge").
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils import gen_batches
+from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -34,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin, keeps_live_model
 from .._validation import check_regression_targets, warn_if_delta_large
 from ..accounting import PER_RELEASE_CALIBRATIONS
+from ..ensemble._sharding import fit_teachers, partition_indices
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
     kernel_ridge_prediction_release,
@@ -45,18 +52,20 @@ from ._kernels import (
     NORM_BOUNDED_KERNELS,
     SHIFT_INVARIANT_KERNELS,
     _clip_rows,
-    _fit_dual_coef,
-    _fit_weights,
     _fourier_features,
     _fourier_frequencies,
     _kappa,
-    _kernel_matrix,
+)
+from ._sharding import (
+    ShardKernelRidge,
+    clipped_shard_mean,
+    plan_shards,
+    query_block_rows,
+    resolve_working_memory,
 )
 
 __all__ = ["PrivateKernelRidge"]
 
-# Rows per block when evaluating kernels on queries: about 32 MB of float64.
-_BLOCK_ELEMENTS = 2**22
 _FIELDS = {"value": (np.float64, ())}
 
 
@@ -99,6 +108,29 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
       frequencies are kept (no training rows, dual coefficients or unnoised
       weights), so the fitted model may be published; its predictions are
       post-processing, free, unlimited and deterministic.
+
+    Sharding (``n_estimators=k``; Zhang, Duchi and Wainwright 2013): the
+    rows are cut into ``k`` disjoint shards (a data-independent permutation
+    from ``random_state``), the same objective is solved exactly on each, in
+    parallel through joblib (``n_jobs``; Dask with
+    ``joblib.parallel_config(backend="dask")``), and the ``k`` fits are
+    averaged: predictions as the mean of the ``k`` shard predictions, each
+    clipped to ``[-M, M]``; weights as the mean of the ``k`` weight vectors.
+    A replaced record changes one shard, by at most the bound above at
+    ``s = n // k`` rows (clipped to ``2 M``, or ``2 R`` for weights), and the
+    average by that over ``k``: the released noise is calibrated to
+    ``min(Lemma 2 at s rows, 2 M) / k`` (``docs/design.rst``, "Sharded
+    kernel ridge"). A shard's fit holds one ``s x s`` Gram matrix
+    (``8 s^2`` bytes; ``O(s^3)`` time), so memory is ``O((n/k)^2)`` per
+    worker and time ``O(n^3 / k^2)`` in all.
+
+    Memory: every shard's Gram matrix (or, for ``release="model"``, its
+    ``s x 2D`` features and solve) must fit ``working_memory`` MiB;
+    ``n_estimators="auto"`` takes the fewest shards that fit, and an
+    explicit ``n_estimators`` over the limit is refused with a
+    ``ValueError`` before anything is allocated. Predictions are computed in
+    blocks of query rows whose kernel block against the ``n`` training rows
+    fits ``working_memory`` too.
 
     Floating point: every release lies on a grid of step ``grid_step_`` with
     integer noise. The samplers are numpy's floating-point
@@ -152,11 +184,28 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     n_components : int, default=100
         ``D``, the number of random Fourier frequencies of
         ``release="model"`` (``2 D`` weights).
+    n_estimators : int or "auto", default="auto"
+        ``k``, the number of shards, fitted exactly and averaged. ``"auto"``:
+        the fewest whose arrays fit ``working_memory`` (``1``, the exact
+        unsharded fit, whenever the whole Gram matrix fits: up to 11,585
+        rows at 1,024 MiB). An ``n_estimators`` whose largest shard does not
+        fit is refused before anything is allocated.
+    working_memory : float, default=None
+        The limit, in MiB, of one shard's Gram matrix (``release="model"``:
+        its features and solve) and of one block of query rows against the
+        training rows at prediction. ``None``: scikit-learn's
+        ``working_memory`` (``sklearn.get_config()``, 1,024 MiB by
+        default). A shard's fit holds about one Gram matrix: the kernel is
+        computed, regularised and factorised in place.
+    n_jobs : int, default=None
+        Parallel jobs for the shard fits (joblib); each holds one shard's
+        arrays at a time.
     accountant : PrivacyAccountant, default=None
         A shared budget to draw from (``clone`` keeps it shared); ``None``
         gives the model its own budget of ``(epsilon, delta)``.
     random_state : int, RandomState instance or None, default=None
-        Data-independent randomness only: the Fourier frequencies.
+        Data-independent randomness only: the Fourier frequencies and the
+        partition into shards.
     noise_random_state : int, default=None
         Seeds the mechanism noise, for tests and experiments only (warns with
         :class:`~dpsklearn.PrivacyLeakWarning`). ``None``: OS entropy at every
@@ -172,9 +221,14 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The kernel coefficient used.
     kappa_ : float
         ``sqrt(sup K(x, x))`` (1 for ``release="model"``).
+    n_estimators_ : int
+        The number of shards ``k`` used.
+    working_memory_ : float
+        The memory limit used, in MiB.
     sensitivity_ : float
         Sensitivity of one prediction (``release="predictions"``, sup norm)
-        or of the weights (``release="model"``, L2 norm).
+        or of the weights (``release="model"``, L2 norm), of the average of
+        the ``k`` shards.
     grid_step_ : float
         The grid step ``g``.
     noise_scale_ : float
@@ -192,11 +246,17 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     calibration_ : str
         ``release="predictions"`` only: the per-query calibration used.
     X_fit_ : ndarray of shape (n_samples, n_features)
-        ``release="predictions"`` only: the (clipped) private training rows.
+        ``release="predictions"`` only: the (clipped) private training rows,
+        shard after shard.
     dual_coef_ : ndarray of shape (n_samples,)
-        ``release="predictions"`` only (private).
+        ``release="predictions"`` only (private): each shard's dual
+        coefficients, in the order of ``X_fit_``.
+    shard_offsets_ : ndarray of shape (n_estimators_,)
+        ``release="predictions"`` only: where each shard's rows start in
+        ``X_fit_``.
     coef_ : ndarray of shape (2 * n_components,)
-        ``release="model"`` only: the released, noisy weights.
+        ``release="model"`` only: the released, noisy weights (the noisy
+        mean of the shards' weights).
     random_frequencies_ : ndarray of shape (n_components, n_features)
         ``release="model"`` only (data independent).
     accountant_ : PrivacyAccountant
@@ -211,8 +271,10 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    The fit costs ``O(n^3)`` (exact solve of an ``n x n`` system) for
-    ``release="predictions"`` and ``O(n D^2 + D^3)`` for ``release="model"``.
+    The fit costs ``O(n s^2)`` with ``s = n / k`` rows per shard (``O(n^3)``
+    unsharded) and ``8 s^2`` bytes per worker for ``release="predictions"``,
+    and ``O(n D^2 + k D^3)`` for ``release="model"``. A prediction costs
+    ``O(n)`` kernel evaluations per query row.
     Tuning ``alpha`` or ``epsilon`` by cross-validation on the private data is
     not covered by the guarantee.
 
@@ -233,6 +295,10 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     (4,)
     >>> served.budget_status().query_units_spent
     4
+    >>> sharded = PrivateKernelRidge(y_bound=1.0, max_queries=10,
+    ...                              n_estimators=5).fit(X, y)
+    >>> sharded.n_estimators_, sharded.shard_offsets_.tolist()
+    (5, [0, 100, 200, 300, 400])
     """
 
     _parameter_constraints: dict = {
@@ -249,6 +315,12 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         "calibration": [StrOptions({"auto", *PER_RELEASE_CALIBRATIONS[:3]})],
         "release": [StrOptions({"predictions", "model"})],
         "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_estimators": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "working_memory": [Interval(Real, 0, None, closed="neither"), None],
+        "n_jobs": [Integral, None],
         "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
         "random_state": ["random_state"],
         "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
@@ -270,6 +342,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         calibration="auto",
         release="predictions",
         n_components=100,
+        n_estimators="auto",
+        working_memory=None,
+        n_jobs=None,
         accountant=None,
         random_state=None,
         noise_random_state=None,
@@ -287,6 +362,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         self.calibration = calibration
         self.release = release
         self.n_components = n_components
+        self.n_estimators = n_estimators
+        self.working_memory = working_memory
+        self.n_jobs = n_jobs
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
@@ -365,7 +443,7 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     # Set last in fit, in both release modes: a fit that fails leaves it unset.
     _fitted_marker = "accountant_"
 
-    def _mechanism(self, n_samples, kappa, y_bound):
+    def _mechanism(self, n_samples, n_shards, kappa, y_bound):
         """The release mechanism, calibrated from public numbers only."""
         if self.release == "predictions":
             return kernel_ridge_prediction_release(
@@ -376,6 +454,7 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 y_bound=y_bound,
                 alpha=float(self.alpha),
                 n_samples=n_samples,
+                n_shards=n_shards,
                 calibration=self.calibration,
             )
         return kernel_ridge_weight_release(
@@ -386,7 +465,22 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             alpha=float(self.alpha),
             n_samples=n_samples,
             n_weights=2 * self.n_components,
+            n_shards=n_shards,
         )
+
+    def _fit_shards(self, X, y, n_shards, spec, frequencies):
+        """The ``k`` exact shard fits, in parallel (``k = 1``: all rows, in order)."""
+        if n_shards == 1:
+            shards = [np.arange(X.shape[0])]
+        else:
+            shards = partition_indices(
+                X.shape[0], n_shards, check_random_state(self.random_state)
+            )
+        kernel, gamma, degree, coef0, _ = spec
+        solver = ShardKernelRidge(
+            kernel, gamma, degree, coef0, float(self.alpha), frequencies
+        )
+        return fit_teachers(solver, X, y, shards, [0] * n_shards, n_jobs=self.n_jobs)
 
     @keeps_live_model
     def fit(self, X, y):
@@ -429,6 +523,10 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         n_samples, n_features = X.shape
         kernel, gamma, degree, coef0 = self._check_kernel(n_features)
         self._check_delta(n_samples)
+        working_memory = resolve_working_memory(self.working_memory)
+        n_weights = 2 * self.n_components if self.release == "model" else None
+        # The memory guard: refused here, before any Gram matrix exists.
+        n_shards = plan_shards(n_samples, self.n_estimators, working_memory, n_weights)
         y_bound = self._resolve_y_bound(y)
         x_bound = None
         if kernel in NORM_BOUNDED_KERNELS:
@@ -437,7 +535,7 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             kappa = 1.0  # paired Fourier features: ||phi(x)||_2 = 1 exactly
         else:
             kappa = _kappa(kernel, gamma, degree, coef0, x_bound)
-        mechanism = self._mechanism(n_samples, kappa, y_bound)
+        mechanism = self._mechanism(n_samples, n_shards, kappa, y_bound)
         accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
 
         y = np.clip(y, -y_bound, y_bound)
@@ -446,9 +544,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             frequencies = _fourier_frequencies(
                 kernel, gamma, X.shape[1], self.n_components, self.random_state
             )
-            weights = _fit_weights(
-                _fourier_features(X, frequencies), y, float(self.alpha)
-            )
+            shards = self._fit_shards(X, y, n_shards, spec, frequencies)
+            weights = np.mean([shard.coef_ for shard in shards], axis=0)
+            del shards
             accountant.spend_events(events)  # atomic: the release is reserved
             state, noise = self._start_serving(mechanism, accountant, released=True)
             fitted = {
@@ -461,16 +559,24 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         else:
             if x_bound is not None:
                 X = _clip_rows(X, x_bound)
-            dual_coef = _fit_dual_coef(
-                _kernel_matrix(X, X, kernel, gamma, degree, coef0), y, float(self.alpha)
-            )
+            shards = self._fit_shards(X, y, n_shards, spec, None)
+            sizes = [shard.X_fit_.shape[0] for shard in shards]
+            if n_shards == 1:
+                X_fit = shards[0].X_fit_
+            elif sp.issparse(X):
+                X_fit = sp.vstack([shard.X_fit_ for shard in shards], format="csr")
+            else:
+                X_fit = np.concatenate([shard.X_fit_ for shard in shards])
+            dual_coef = np.concatenate([shard.dual_coef_ for shard in shards])
+            del shards
             accountant.spend_events(events)  # atomic: the release is reserved
             state, _ = self._start_serving(
                 mechanism, accountant, max_queries=int(self.max_queries)
             )
             fitted = {
-                "X_fit_": X,
+                "X_fit_": X_fit,
                 "dual_coef_": dual_coef,
+                "shard_offsets_": np.concatenate([[0], np.cumsum(sizes)[:-1]]),
                 "per_query_epsilon_": mechanism.epsilon_per_query,
                 "calibration_": mechanism.calibration_name,
                 "mechanism_": "grid_laplace",
@@ -481,6 +587,8 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "accountant_": accountant,
                 "privacy_mechanism_": mechanism,
                 "kappa_": kappa,
+                "n_estimators_": n_shards,
+                "working_memory_": working_memory,
                 "sensitivity_": mechanism.sensitivity,
                 "grid_step_": mechanism.grid_step,
                 "noise_scale_": mechanism.noise_scale,
@@ -495,22 +603,26 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     # -- predict -------------------------------------------------------------
     def _exact_predictions(self, X):
-        """``clip(f(x), -M, M)`` from the private fit (never returned as is)."""
+        """Mean of the shards' ``clip(f_j(x), -M, M)`` (never returned as is)."""
         kernel, gamma, degree, coef0, x_bound = self._kernel_spec_
         if x_bound is not None:
             X = _clip_rows(X, x_bound)
-        X_fit = self.X_fit_
-        values = np.empty(X.shape[0], dtype=np.float64)
-        block = max(1, _BLOCK_ELEMENTS // max(1, X_fit.shape[0]))
-        for rows in gen_batches(X.shape[0], block):
-            K = _kernel_matrix(X[rows], X_fit, kernel, gamma, degree, coef0)
-            values[rows] = K @ self.dual_coef_
-        return np.clip(values, -self.y_bound_, self.y_bound_)
+        # No kernel block larger than working_memory: rows x n_train float64.
+        block = query_block_rows(self.X_fit_.shape[0], self.working_memory_)
+        return clipped_shard_mean(
+            X,
+            self.X_fit_,
+            self.dual_coef_,
+            self.shard_offsets_,
+            (kernel, gamma, degree, coef0),
+            self.y_bound_,
+            block,
+        )
 
     def _model_predictions(self, X):
         values = np.empty(X.shape[0], dtype=np.float64)
         frequencies = self.random_frequencies_
-        block = max(1, _BLOCK_ELEMENTS // (2 * frequencies.shape[0]))
+        block = query_block_rows(2 * frequencies.shape[0], self.working_memory_)
         for rows in gen_batches(X.shape[0], block):
             values[rows] = _fourier_features(X[rows], frequencies) @ self.coef_
         return np.clip(values, -self.y_bound_, self.y_bound_)

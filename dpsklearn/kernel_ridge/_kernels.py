@@ -36,9 +36,6 @@ NORM_BOUNDED_KERNELS = ("linear", "poly")
 #: Shift-invariant kernels, the ones random Fourier features approximate.
 SHIFT_INVARIANT_KERNELS = ("rbf", "laplacian")
 
-# Rows per block when evaluating kernels on queries: about 32 MB of float64.
-_BLOCK_ELEMENTS = 2**22
-
 
 def _kernel_matrix(X, Y, kernel, gamma, degree, coef0):
     """``K(X, Y)`` for one of :data:`KERNELS` (dense ndarray)."""
@@ -79,27 +76,42 @@ def _clip_rows(X, bound):
     return X * scale[:, None]
 
 
-def _solve_regularised(gram, rhs, ridge):
+def _solve_regularised(gram, rhs, ridge, rebuild=None):
     """Solve ``(gram + ridge I) x = rhs`` exactly (Cholesky).
 
     A direct solver, so no optimisation error enters the sensitivity. The
     symmetric indefinite solver is the fallback when rounding makes the
     Cholesky factorisation fail (a matrix that is positive definite in exact
-    arithmetic).
+    arithmetic). With ``rebuild`` (a function that recomputes ``gram``),
+    ``gram`` is overwritten instead of copied, so a shard holds one ``n x n``
+    matrix; the fallback then rebuilds it.
     """
-    system = np.array(gram, dtype=np.float64, copy=True)
+    system = gram if rebuild is not None else np.array(gram, np.float64, copy=True)
     system.flat[:: system.shape[0] + 1] += ridge
+    # The system is symmetric: its transpose is the same matrix in Fortran
+    # order, which LAPACK factorises in place (a C-ordered one is copied,
+    # twice the memory).
     try:
-        return linalg.solve(system, rhs, assume_a="pos", check_finite=False)
+        return linalg.solve(
+            system.T, rhs, assume_a="pos", overwrite_a=True, check_finite=False
+        )
     except linalg.LinAlgError:
-        system = np.array(gram, dtype=np.float64, copy=True)
+        if rebuild is not None:
+            system = rebuild()
+        else:
+            system = np.array(gram, dtype=np.float64, copy=True)
         system.flat[:: system.shape[0] + 1] += ridge
-        return linalg.solve(system, rhs, assume_a="sym", check_finite=False)
+        return linalg.solve(
+            system.T, rhs, assume_a="sym", overwrite_a=True, check_finite=False
+        )
 
 
-def _fit_dual_coef(K, y, alpha):
-    """Dual coefficients ``c = (K + alpha n I)^-1 y``; ``f = sum_i c_i K(x_i, .)``."""
-    return _solve_regularised(K, y, alpha * K.shape[0])
+def _fit_dual_coef(K, y, alpha, rebuild=None):
+    """Dual coefficients ``c = (K + alpha n I)^-1 y``; ``f = sum_i c_i K(x_i, .)``.
+
+    With ``rebuild``, ``K`` is overwritten (:func:`_solve_regularised`).
+    """
+    return _solve_regularised(K, y, alpha * K.shape[0], rebuild)
 
 
 def _fourier_frequencies(kernel, gamma, n_features, n_components, random_state):

@@ -19,6 +19,9 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``PrivatePredictionClassifier(mechanism="gnmax")``).
 * :class:`GridLaplaceRelease` -- a value of known sensitivity, per query
   (``PrivatePredictionRegressor``, kernel ridge predictions).
+* :class:`GridGaussianRelease` -- the same with discrete Gaussian noise,
+  composed in zCDP or RDP (``PrivatePredictionRegressor``; :func:`value_release`
+  chooses between the two).
 * :class:`WeightRelease` -- a weight vector, once
   (``PrivateKernelRidge(release="model")``).
 * :class:`ExponentialSelection` -- one hypothesis, once
@@ -46,6 +49,12 @@ from ._gnmax import (
     gnmax,
     gnmax_noisy_counts,
 )
+from ._grid_gaussian import (
+    GridGaussianEngine,
+    GridGaussianRelease,
+    clipped_mean_release,
+    value_release,
+)
 from ._kernel_ridge import (
     WeightRelease,
     function_sensitivity,
@@ -53,7 +62,7 @@ from ._kernel_ridge import (
     kernel_ridge_weight_release,
     weight_sensitivity,
 )
-from ._per_query import GridLaplaceRelease, SoftMajority, clipped_mean_release
+from ._per_query import GridLaplaceRelease, SoftMajority
 from ._repeat_select import RepeatedSelection
 from ._selection import ChunkedQueries, ExponentialSelection
 from ._sparse_vector import SparseVectorEngine
@@ -84,6 +93,8 @@ __all__ = [
     "GNMax",
     "GNMaxEngine",
     "GaussianCalibration",
+    "GridGaussianEngine",
+    "GridGaussianRelease",
     "GridLaplaceRelease",
     "Mechanism",
     "Release",
@@ -112,6 +123,7 @@ __all__ = [
     "sparse_vector_candidates",
     "stability_tail_bound",
     "stability_tail_probability",
+    "value_release",
     "vote_counts",
     "weight_sensitivity",
 ]

@@ -40,6 +40,7 @@ __all__ = [
     "GaussianCalibration",
     "calibrate_confident_gnmax",
     "gnmax_sigma",
+    "largest_gaussian_rho",
 ]
 
 #: Calibrations of the Gaussian mechanisms, in order of preference on ties.
@@ -310,3 +311,22 @@ def calibrate_gnmax(epsilon, delta, max_queries, calibration="auto", rtol=1e-6):
         calibration,
         float(rtol),
     )
+
+
+def largest_gaussian_rho(epsilon, delta, calibration="auto", rtol=1e-6):
+    """The largest total zCDP ``rho`` of Gaussian releases within ``(epsilon, delta)``.
+
+    Gaussian releases (continuous or discrete) compose to the Renyi curve
+    ``alpha * rho``; ``"rdp"`` certifies ``rho`` with dp_accounting's RDP
+    accountant, ``"zcdp"`` with ``rho + 2 sqrt(rho ln(1/delta))``, ``"auto"``
+    takes the larger (as :func:`calibrate_confident_gnmax`, whose cache it
+    shares).
+
+    Returns
+    -------
+    rho : float
+    name : str
+        The conversion that certified it.
+    """
+    cal = calibrate_gnmax(epsilon, delta, 1, calibration, rtol)
+    return cal.rho, cal.name

@@ -15,6 +15,13 @@ shortcut; ``docs/design.rst``, "Kernel ridge: sensitivity and releases")::
   ``[-M, M]`` (sensitivity at most ``2 M`` then), with grid Laplace noise
   per query (Nie and Wang 2017, Proposition 1, composed over
   ``max_queries``).
+* sharded fits (divide and conquer, Zhang, Duchi and Wainwright 2013): the
+  average of ``k`` shard solutions, each on at least ``s = n // k`` rows.
+  A replaced record changes one shard, by at most the bound above at ``s``
+  rows, clipped (``2 M`` for clipped predictions, ``2 R`` for weights of
+  norm at most ``R``); the average divides that by ``k``
+  (``docs/design.rst``, "Sharded kernel ridge"). At ``k = 1`` this is the
+  bound above.
 * :func:`kernel_ridge_weight_release` and :class:`WeightRelease` -- the
   weights of a model on features with ``sup ||phi(x)|| = kappa`` (random
   Fourier features), released once with the analytic Gaussian mechanism
@@ -44,6 +51,11 @@ __all__ = [
     "kernel_ridge_weight_release",
     "weight_sensitivity",
 ]
+
+
+def _shard_rows(n_samples, n_shards):
+    """The fewest rows of any of ``n_shards`` near-equal shards of ``n_samples``."""
+    return int(n_samples) // int(n_shards)
 
 
 def function_sensitivity(kappa, y_bound, alpha, n_samples):
@@ -81,12 +93,16 @@ def kernel_ridge_prediction_release(
     y_bound,
     alpha,
     n_samples,
+    n_shards=1,
     calibration="auto",
 ):
-    """Per-query grid Laplace on ``clip(f_z(x), -M, M)``.
+    """Per-query grid Laplace on the mean of ``k`` clipped shard predictions.
 
-    The sensitivity is ``min(Lemma 2, 2 M)``: clipped predictions differ by
-    at most ``2 M`` whatever the fit.
+    Each of the ``k = n_shards`` shard fits has at least ``s = n // k`` rows;
+    replacing one record changes one shard's prediction by at most
+    ``min(Lemma 2 at s rows, 2 M)`` (clipped predictions differ by at most
+    ``2 M`` whatever the fit), and the average of the ``k`` clipped
+    predictions by that over ``k``. ``k = 1`` is the unsharded fit.
 
     Examples
     --------
@@ -95,15 +111,21 @@ def kernel_ridge_prediction_release(
     ...     1.0, 1e-5, 100, kappa=1.0, y_bound=1.0, alpha=0.1, n_samples=10_000)
     >>> round(mech.sensitivity, 6), mech.bounds
     (0.008325, (-1.0, 1.0))
+    >>> sharded = kernel_ridge_prediction_release(
+    ...     1.0, 1e-5, 100, kappa=1.0, y_bound=1.0, alpha=0.1, n_samples=10_000,
+    ...     n_shards=10)
+    >>> round(sharded.sensitivity, 6)  # Lemma 2 at 1,000 rows, over 10
+    0.008325
     """
-    sensitivity = min(
-        function_sensitivity(kappa, y_bound, alpha, n_samples), 2.0 * y_bound
+    shard_sensitivity = min(
+        function_sensitivity(kappa, y_bound, alpha, _shard_rows(n_samples, n_shards)),
+        2.0 * y_bound,
     )
     return GridLaplaceRelease.calibrate(
         epsilon,
         delta,
         max_queries,
-        sensitivity=sensitivity,
+        sensitivity=shard_sensitivity / n_shards,
         bounds=(-y_bound, y_bound),
         calibration=calibration,
     )
@@ -206,9 +228,14 @@ class WeightRelease(Mechanism):
 
 
 def kernel_ridge_weight_release(
-    epsilon, delta, *, kappa, y_bound, alpha, n_samples, n_weights
+    epsilon, delta, *, kappa, y_bound, alpha, n_samples, n_weights, n_shards=1
 ):
-    """The weights of a random-feature kernel ridge fit, released once.
+    """The mean weights of ``k`` random-feature shard fits, released once.
+
+    Each shard's weights have norm at most ``R = M / sqrt(alpha)`` and move
+    by at most ``min(2 kappa (kappa R + M) / (alpha s), 2 R)`` when one of
+    its ``s >= n // k`` rows is replaced; the mean of the ``k`` shards' weights
+    by that over ``k``.
 
     Examples
     --------
@@ -219,9 +246,14 @@ def kernel_ridge_weight_release(
     >>> mech.name, round(mech.sensitivity, 5)
     ('grid_gaussian', 0.00832)
     """
+    radius = y_bound / math.sqrt(alpha)
+    shard_sensitivity = min(
+        weight_sensitivity(kappa, y_bound, alpha, _shard_rows(n_samples, n_shards)),
+        2.0 * radius,
+    )
     return WeightRelease.calibrate(
         epsilon,
         delta,
-        sensitivity=weight_sensitivity(kappa, y_bound, alpha, n_samples),
+        sensitivity=shard_sensitivity / n_shards,
         n_weights=n_weights,
     )

@@ -15,8 +15,9 @@ the split was certified through zCDP or its RDP reading
   probability row (L1 sensitivity ``2/k``).
 * :class:`GridLaplaceRelease` -- a real value of known sensitivity on a
   grid with discrete Laplace noise: the clipped mean of ``k`` teachers
-  (sensitivity ``(hi - lo) / k``, :func:`clipped_mean_release`) or a kernel
-  ridge prediction (:mod:`._kernel_ridge`).
+  (sensitivity ``(hi - lo) / k``, :func:`~._grid_gaussian.clipped_mean_release`,
+  which may choose the discrete Gaussian of :mod:`._grid_gaussian` instead)
+  or a kernel ridge prediction (:mod:`._kernel_ridge`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from ..noise import (
 )
 from ._base import Engine, Mechanism, Release
 
-__all__ = ["GridLaplaceRelease", "SoftMajority", "clipped_mean_release"]
+__all__ = ["GridLaplaceRelease", "SoftMajority"]
 
 
 class _PerQuery(Mechanism):
@@ -324,6 +325,16 @@ class GridLaplaceRelease(_PerQuery):
         """The scale of the released noise in the values' units."""
         return self.grid_step * self.units / self.epsilon_per_query
 
+    @property
+    def noise_std(self):
+        """Standard deviation of the released noise, ``g sqrt(2 q) / (1 - q)``.
+
+        ``DLap(t)`` with ``q = exp(-1/t)`` has variance ``2 q / (1 - q)^2``
+        (about ``2 t^2``).
+        """
+        q = math.exp(-self.epsilon_per_query / self.units)
+        return self.grid_step * math.sqrt(2.0 * q) / (1.0 - q)
+
     def _basic_events(self, label):
         units = self.units
         return [
@@ -344,38 +355,5 @@ class GridLaplaceRelease(_PerQuery):
             "sensitivity_": self.sensitivity,
             "grid_step_": self.grid_step,
             "noise_scale_": self.noise_scale,
+            "noise_std_": self.noise_std,
         }
-
-
-def clipped_mean_release(
-    epsilon, delta, max_queries, *, target_range, n_teachers, calibration="auto"
-):
-    """The mean of ``k`` teachers' predictions, each clipped to ``target_range``.
-
-    Clipping each prediction to ``(lo, hi)`` *before* averaging makes the
-    mean move by at most ``(hi - lo) / k`` when one record (one teacher)
-    changes (Dwork and Feldman 2018, Theorem 4 and Lemma 2: averaging ``k``
-    disjoint teachers divides the stability by ``k``); clipping the mean
-    instead would leave sensitivity ``hi - lo``.
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import clipped_mean_release
-    >>> mech = clipped_mean_release(
-    ...     1.0, 1e-5, 100, target_range=(-1.0, 1.0), n_teachers=200)
-    >>> mech.sensitivity
-    0.01
-    """
-    lo, hi = target_range
-    if not math.isfinite(hi - lo) or hi <= lo:
-        raise ValueError(
-            f"target_range must be finite with lo < hi, got {target_range}."
-        )
-    return GridLaplaceRelease.calibrate(
-        epsilon,
-        delta,
-        max_queries,
-        sensitivity=(hi - lo) / n_teachers,
-        bounds=(lo, hi),
-        calibration=calibration,
-    )

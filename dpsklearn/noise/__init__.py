@@ -27,6 +27,7 @@ from ._discrete import (
 from ._generators import NoiseSource, make_noise_generators
 from ._grid import (
     default_grid_step,
+    grid_discrete_gaussian,
     grid_gaussian,
     grid_high_dimensional_laplace,
     grid_laplace,
@@ -45,6 +46,7 @@ __all__ = [
     "discrete_gaussian",
     "discrete_laplace",
     "exponential_mechanism",
+    "grid_discrete_gaussian",
     "grid_gaussian",
     "grid_high_dimensional_laplace",
     "grid_laplace",

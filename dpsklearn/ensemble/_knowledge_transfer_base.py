@@ -1,0 +1,315 @@
+"""What the knowledge-transfer students share: a private teacher labels public rows.
+
+Bassily, Thakkar and Thakurta (2018), Algorithm 5: a private teacher labels
+public, unlabelled rows through its private ``predict``; rows it abstains on
+are dropped; a student is fitted on the rest. The student is
+post-processing of ``(epsilon, delta)``-DP labels, so it may be published
+and queried without limit (``docs/design.rst``, "Knowledge transfer to a
+student").
+
+:class:`BaseKnowledgeTransfer` holds the fit (validation, the teacher's
+fit, the query strategy, the rounds of questions, the student's fit) and
+the free prediction; the classifier and the regressor supply what differs:
+the teacher they accept, how its labels are read, and how the
+``"uncertainty"`` strategy ranks rows (:meth:`_priority`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_random_state, get_tags
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import keeps_live_model
+from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
+
+__all__ = ["BaseKnowledgeTransfer"]
+
+KNOWLEDGE_TRANSFER_CONSTRAINTS = {
+    "teacher": [HasMethods(["fit", "predict"]), None],
+    "student": [HasMethods(["fit", "predict"]), None],
+    "query_strategy": [StrOptions({"sequential", "uncertainty"})],
+    "n_queries": [Interval(Integral, 1, None, closed="left"), None],
+    "n_rounds": [Interval(Integral, 1, None, closed="left")],
+    "random_state": ["random_state"],
+}
+
+
+def student_has(method):
+    """``available_if`` check: the (fitted, else configured) student has ``method``."""
+
+    def check(self):
+        student = self.student_ if hasattr(self, "student_") else self._student()
+        getattr(student, method)  # AttributeError when the student lacks it
+        return True
+
+    return check
+
+
+def predict_accepts_abstained(teacher):
+    """Whether ``teacher.predict`` takes ``return_abstained`` (the ensembles' do)."""
+    try:
+        parameters = inspect.signature(teacher.predict).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+    return "return_abstained" in parameters
+
+
+class BaseKnowledgeTransfer(BaseEstimator):
+    """The fit and the free predictions of a student taught by a private teacher.
+
+    Subclasses define ``_default_teacher``, ``_default_student``,
+    ``_check_teacher``, ``_validate_training``, ``_released_labels``,
+    ``_partial_abstained`` and ``_priority``; see
+    :class:`~dpsklearn.KnowledgeTransferClassifier` and
+    :class:`~dpsklearn.KnowledgeTransferRegressor`.
+    """
+
+    _parameter_constraints: dict = dict(KNOWLEDGE_TRANSFER_CONSTRAINTS)
+
+    def __sklearn_is_fitted__(self):
+        # Fitted means a completed fit (a failed one may have set n_features_in_).
+        return hasattr(self, "student_")
+
+    def _teacher(self):
+        return self._default_teacher() if self.teacher is None else self.teacher
+
+    def _student(self):
+        return self._default_student() if self.student is None else self.student
+
+    def __sklearn_tags__(self):
+        # (The subclasses set poor_score: their mixin adds its tags after this.)
+        tags = super().__sklearn_tags__()
+        try:
+            tags.non_deterministic = get_tags(self._teacher()).non_deterministic
+        except Exception:  # not an estimator: fit will say so
+            tags.non_deterministic = True
+        tags.input_tags.sparse = False
+        return tags
+
+    def _warn_if_teacher_fitted(self):
+        # The teacher *parameter* is kept (scikit-learn keeps parameters as
+        # given); a fitted one would travel with this object when published.
+        if self.teacher is None:
+            return
+        try:
+            check_is_fitted(self.teacher)
+        except (NotFittedError, TypeError):
+            return
+        warnings.warn(
+            "the teacher passed as a parameter is already fitted: it stays in "
+            "this object's parameters and holds the private data. Publish "
+            "student_ alone, or set_params(teacher=None) before publishing.",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
+
+    # -- validation: one place for the rows of every knowledge-transfer student
+    def _validate_rows(self, X, y="no_validation", *, reset=True):
+        """``validate_data`` of the private rows (with ``y``) or of other rows."""
+        if isinstance(y, str) and y == "no_validation":
+            return validate_data(self, X, reset=reset)
+        return validate_data(self, X, y, reset=reset, **self._target_validation)
+
+    #: Extra ``validate_data`` arguments for ``y`` (``y_numeric`` for regressors).
+    _target_validation: dict = {}
+
+    def _validate_public(self, X_public):
+        try:
+            X_public = self._validate_rows(X_public, reset=False)
+        except ValueError as exc:
+            raise ValueError(f"X_public is not valid for this model: {exc}") from exc
+        if X_public.shape[0] == 0:
+            raise ValueError("X_public has no rows.")
+        return X_public
+
+    @keeps_live_model
+    def fit(self, X, y, X_public=None):
+        """Fit the teacher privately, label ``X_public``, fit the student.
+
+        Everything is validated (parameters, data, the width of
+        ``X_public``, the teacher's interface) before the teacher is fitted,
+        so a bad input spends no budget.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Private training rows.
+        y : array-like of shape (n_samples,)
+            Private labels (targets).
+        X_public : array-like of shape (n_public, n_features)
+            Public unlabelled rows, none of them private. Required.
+
+        Returns
+        -------
+        self : object
+        """
+        vars(self).pop("student_", None)  # a failed refit leaves it unfitted
+        self._validate_params()
+        self._warn_if_teacher_fitted()
+        teacher = clone(self._teacher())
+        self._check_teacher(teacher)
+        student = clone(self._student())
+        if X_public is None:
+            raise ValueError(
+                "X_public is required: the public, unlabelled rows that the "
+                "private teacher labels for the student."
+            )
+        X, y = self._validate_training(X, y)
+        X_public = self._validate_public(X_public)
+
+        n_public = X_public.shape[0]
+        n_queries = self._resolve_n_queries(teacher, n_public)
+        if self.query_strategy == "uncertainty":
+            self._check_can_rank(student)
+        teacher.fit(X, y)
+        if self.query_strategy == "sequential":
+            rounds = [np.arange(n_queries)]
+        else:
+            rounds = self._uncertainty_rounds(
+                student,
+                X_public,
+                n_queries,
+                min(self.n_rounds, n_queries),
+                check_random_state(self.random_state),
+            )
+        asked, labels, abstained = self._ask_teacher(
+            teacher, X_public, rounds, n_queries
+        )
+        del teacher  # nothing of the teacher (or its teachers) is kept
+
+        keep = ~abstained
+        if not keep.any():
+            raise ValueError(
+                "the teacher labelled none of the public rows (all abstained or "
+                "unanswered); there is nothing to fit the student on."
+            )
+        student.fit(X_public[asked[keep]], labels[keep])
+        self.student_ = student
+        self.n_public_labelled_ = int(keep.sum())
+        self.n_public_abstained_ = int(len(asked) - keep.sum())
+        self.n_public_unanswered_ = int(n_queries - len(asked))
+        self.n_public_unqueried_ = int(n_public - n_queries)
+        return self
+
+    def _resolve_n_queries(self, teacher, n_public):
+        if self.n_queries is not None:
+            if self.n_queries > n_public:
+                raise ValueError(
+                    f"n_queries={self.n_queries} is more than the {n_public} "
+                    "rows of X_public."
+                )
+            return int(self.n_queries)
+        if self.query_strategy == "uncertainty":
+            budget = getattr(teacher, "max_queries", None)
+            if isinstance(budget, Integral) and 0 < budget < n_public:
+                return int(budget)
+        return n_public
+
+    def _check_can_rank(self, student):
+        """Refuse a student that ``_priority`` cannot rank rows with."""
+
+    # -- the query strategies ------------------------------------------------
+    def _uncertainty_rounds(self, student, X_public, n_queries, n_rounds, rng):
+        """Yield the public row indices of each round (uncertainty sampling).
+
+        A generator: each round is chosen after the labels of the previous
+        ones are known (``send`` back the labelled rows and their labels).
+        A round is the not-yet-asked rows with the smallest
+        :meth:`_priority`; the first round, and any round for which
+        ``_priority`` has nothing to rank with yet (``None``), is a random
+        sample of the rows not yet asked.
+        """
+        sizes = [len(part) for part in np.array_split(np.arange(n_queries), n_rounds)]
+        asked = np.zeros(X_public.shape[0], dtype=bool)
+        known_rows, known_labels = [], []
+        for size in sizes:
+            candidates = np.flatnonzero(~asked)
+            priority = None
+            if known_rows:
+                rows = np.concatenate(known_rows)
+                priority = self._priority(
+                    student,
+                    X_public[rows],
+                    np.concatenate(known_labels),
+                    X_public[candidates],
+                    rng,
+                )
+            if priority is not None:
+                chosen = candidates[np.argsort(priority, kind="stable")[:size]]
+            else:
+                chosen = rng.choice(candidates, size, replace=False)
+            chosen = np.sort(chosen)
+            asked[chosen] = True
+            feedback = yield chosen
+            known_rows.append(feedback[0])
+            known_labels.append(feedback[1])
+
+    def _ask_teacher(self, teacher, X_public, rounds, n_queries):
+        """Ask the teacher round by round; stop when its budget runs out.
+
+        Returns the asked row indices in the order asked, the released
+        labels, and the abstention mask (rows the teacher abstained on).
+        """
+        asked, labels, abstained = [], [], []
+        is_generator = inspect.isgenerator(rounds)
+        rounds_iter = iter(rounds)
+        chosen = next(rounds_iter)
+        while True:
+            try:
+                released, abstain = self._released_labels(teacher, X_public[chosen])
+                exhausted = None
+            except BudgetExhaustedError as err:
+                exhausted = err
+                released = np.asarray(err.partial_predictions)[: err.n_answered]
+                abstain = self._partial_abstained(teacher, released)
+            released = np.asarray(released)
+            abstain = np.asarray(abstain, dtype=bool)
+            asked.append(chosen[: len(released)])
+            labels.append(released)
+            abstained.append(abstain)
+            if exhausted is not None:
+                n_asked = sum(len(rows) for rows in asked)
+                warnings.warn(
+                    f"the teacher's budget ran out after labelling {n_asked} of "
+                    f"{n_queries} public rows to ask about; the other rows stay "
+                    "unlabelled.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                break
+            keep = ~abstain
+            try:
+                if is_generator:
+                    chosen = rounds_iter.send((chosen[keep], released[keep]))
+                else:
+                    chosen = next(rounds_iter)
+            except StopIteration:
+                break
+        return (
+            np.concatenate(asked),
+            np.concatenate(labels),
+            np.concatenate(abstained),
+        )
+
+    # -- the student's free answers --------------------------------------------
+    def predict(self, X):
+        """The student's predictions for ``X`` (free: post-processing).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,)
+        """
+        check_is_fitted(self)
+        return self.student_.predict(self._validate_rows(X, reset=False))

@@ -1,0 +1,217 @@
+"""A publishable regressor taught by a private regressor on public rows.
+
+The regression counterpart of :class:`~dpsklearn.KnowledgeTransferClassifier`
+(Bassily, Thakkar and Thakurta 2018, Algorithm 5): a private regressor (for
+example :class:`~dpsklearn.PrivatePredictionRegressor`, whose clipped mean of
+``k`` teachers is released with grid Laplace or discrete Gaussian noise)
+labels public rows; the student is fitted on the released values and is
+post-processing of them, so it may be published and queried without limit
+(``docs/design.rst``, "Knowledge transfer to a student").
+
+``query_strategy="uncertainty"`` asks about the rows where a bootstrap of
+the student disagrees most (query by bagging, Abe and Mamitsuka 1998; the
+regression form of query by committee, Settles 2009, section 3.2; Burbidge,
+Rowland and King 2007): after a random first round, ``n_bootstrap`` clones of
+the student are fitted on resamples of the labels released so far, and the
+next round is the not-yet-asked rows whose bootstrap predictions have the
+largest standard deviation. For a linear student these are the rows of
+largest leverage, where a noisy label constrains the fit most.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import RegressorMixin, clone, is_regressor
+from sklearn.linear_model import Ridge
+from sklearn.utils._param_validation import Interval
+
+from .._base import PrivateEstimatorMixin
+from .._validation import check_regression_targets
+from ._knowledge_transfer_base import (
+    KNOWLEDGE_TRANSFER_CONSTRAINTS,
+    BaseKnowledgeTransfer,
+    predict_accepts_abstained,
+)
+from ._private_regression import PrivatePredictionRegressor
+
+__all__ = ["KnowledgeTransferRegressor"]
+
+
+class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
+    """A student regressor fitted on public rows labelled by a private regressor.
+
+    ``fit(X, y, X_public=...)`` clones ``teacher`` and fits it on the
+    private ``(X, y)``, labels the public rows ``X_public`` through the
+    teacher's private ``predict``, drops the rows it abstains on (teachers
+    whose ``predict`` accepts ``return_abstained``, such as
+    :class:`SoftLabelPrivateRegressor`, mark the rows answered by their
+    fallback), and fits a clone of ``student`` on the rest. Only the fitted
+    student is kept (``student_``): the teacher and its teachers are dropped
+    at the end of ``fit``.
+
+    Privacy (``docs/design.rst``, "Knowledge transfer to a student"): the
+    labels are the teacher's private release, ``(epsilon, delta)``-DP with
+    respect to replacing one private record at the teacher's own budget; the
+    student is post-processing of those labels and of ``X_public``, so this
+    fitted object may be published, and ``predict`` and ``score`` are free
+    and unlimited. ``X_public`` must be public: none of its rows may be
+    private (they are used in the clear). When the teacher's budget runs out
+    part-way, the values already released are used and the rest of the rows
+    stay unlabelled (with a warning); for a teacher that marks abstentions,
+    the rows of that last, partial batch are all kept (the error carries the
+    values, not the mask).
+
+    Parameters
+    ----------
+    teacher : private regressor, default=None
+        A dpsklearn private regressor (:class:`PrivatePredictionRegressor`,
+        :class:`SoftLabelPrivateRegressor`, :class:`PrivateKernelRidge`,
+        ...). ``None`` means ``PrivatePredictionRegressor()``. It is cloned;
+        its privacy parameters (``epsilon``, ``delta``, ``max_queries``,
+        ``target_range``, ``accountant``) set the price of the labels.
+    student : regressor, default=None
+        Any scikit-learn regressor; ``None`` means
+        :class:`~sklearn.linear_model.Ridge`.
+    query_strategy : {"sequential", "uncertainty"}, default="sequential"
+        Which public rows the teacher is asked about. ``"sequential"``: the
+        first ``n_queries`` rows of ``X_public``, in order.
+        ``"uncertainty"``: ``n_queries`` rows chosen in ``n_rounds`` rounds;
+        the first round is a random sample (``random_state``); before each
+        later round ``n_bootstrap`` clones of ``student`` are fitted on
+        bootstrap resamples of the values released so far, and the teacher
+        is asked about the not-yet-asked rows where their predictions have
+        the largest standard deviation. Privacy is unchanged: the choice
+        depends only on ``X_public``, public randomness and values already
+        released (post-processing), and every dpsklearn teacher's guarantee
+        holds for adaptively chosen queries.
+    n_queries : int, default=None
+        Number of public rows to ask the teacher about, at most
+        ``len(X_public)``. ``None``: every public row for ``"sequential"``;
+        for ``"uncertainty"`` the teacher's ``max_queries`` when it is an
+        integer smaller than ``len(X_public)``, else every row.
+    n_rounds : int, default=5
+        Rounds of ``"uncertainty"`` (ignored by ``"sequential"``).
+    n_bootstrap : int, default=10
+        Bootstrap clones of the student that rank the rows of
+        ``"uncertainty"`` (at least 2).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the first round's random sample and the bootstrap resamples of
+        ``"uncertainty"`` (public randomness: it never touches the private
+        data or the teacher's noise).
+
+    Attributes
+    ----------
+    student_ : estimator
+        The fitted student (publishable). To publish, ship ``student_``, or
+        this object with ``set_params(teacher=None)`` and no shared
+        accountant in it.
+    n_public_labelled_ : int
+        Public rows the teacher labelled (the student's training rows).
+    n_public_abstained_ : int
+        Public rows the teacher abstained on (dropped).
+    n_public_unanswered_ : int
+        Public rows left unlabelled because the teacher's budget ran out.
+    n_public_unqueried_ : int
+        Public rows the query strategy did not ask about.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    KnowledgeTransferClassifier : the same for class labels.
+    PrivatePredictionRegressor : the default teacher.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from dpsklearn import KnowledgeTransferRegressor, PrivatePredictionRegressor
+    >>> X, y = make_regression(n_samples=6000, n_features=4, noise=1.0,
+    ...                        random_state=0)
+    >>> X_private, y_private, X_public = X[:5000], y[:5000], X[5000:]
+    >>> teacher = PrivatePredictionRegressor(
+    ...     n_estimators=500, epsilon=2.0, max_queries=500,
+    ...     target_range=(-400, 400), random_state=0)
+    >>> kt = KnowledgeTransferRegressor(teacher).fit(
+    ...     X_private, y_private, X_public=X_public[:500])
+    >>> kt.n_public_labelled_, kt.predict(X[:3]).shape
+    (500, (3,))
+    >>> bool(kt.score(X[5500:], y[5500:]) > 0.9)  # free: the student's score
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **KNOWLEDGE_TRANSFER_CONSTRAINTS,
+        "n_bootstrap": [Interval(Integral, 2, None, closed="left")],
+    }
+    _target_validation = {"y_numeric": True}
+
+    def __init__(
+        self,
+        teacher=None,
+        student=None,
+        *,
+        query_strategy="sequential",
+        n_queries=None,
+        n_rounds=5,
+        n_bootstrap=10,
+        random_state=None,
+    ):
+        self.teacher = teacher
+        self.student = student
+        self.query_strategy = query_strategy
+        self.n_queries = n_queries
+        self.n_rounds = n_rounds
+        self.n_bootstrap = n_bootstrap
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # labels carry privacy noise
+        return tags
+
+    @staticmethod
+    def _default_teacher():
+        return PrivatePredictionRegressor()
+
+    @staticmethod
+    def _default_student():
+        return Ridge()
+
+    def _check_teacher(self, teacher):
+        if not (is_regressor(teacher) and isinstance(teacher, PrivateEstimatorMixin)):
+            raise TypeError(
+                f"teacher={teacher!r} is not a dpsklearn private regressor: its "
+                "predictions would not be private. Use e.g. "
+                "PrivatePredictionRegressor or SoftLabelPrivateRegressor."
+            )
+
+    def _validate_training(self, X, y):
+        return self._validate_rows(X, check_regression_targets(y))
+
+    @staticmethod
+    def _released_labels(teacher, X):
+        if predict_accepts_abstained(teacher):
+            return teacher.predict(X, return_abstained=True)
+        values = teacher.predict(X)
+        return values, np.zeros(len(values), dtype=bool)
+
+    @staticmethod
+    def _partial_abstained(teacher, released):
+        return np.zeros(len(released), dtype=bool)
+
+    def _priority(self, student, X_known, y_known, X_candidates, rng):
+        """Minus the spread of bootstrap students' predictions (most spread first).
+
+        ``None`` (a random round) until two values are known.
+        """
+        n_known = len(y_known)
+        if n_known < 2:
+            return None
+        predictions = np.empty((self.n_bootstrap, X_candidates.shape[0]))
+        for b in range(self.n_bootstrap):
+            rows = rng.randint(0, n_known, n_known)
+            fitted = clone(student).fit(X_known[rows], y_known[rows])
+            predictions[b] = np.ravel(fitted.predict(X_candidates))
+        return -predictions.std(axis=0)
