@@ -17,9 +17,9 @@ import warnings
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import naming_empty_input
+from ._validation import validate_input
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
@@ -27,7 +27,6 @@ from .serving import ServingState
 
 __all__ = ["PrivateEstimatorMixin", "PublicLabelsMixin", "keeps_live_model"]
 
-ACCEPT_SPARSE = ("csr", "csc")
 # Set by validate_data itself; every other attribute ending in "_" is fitted.
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
@@ -63,8 +62,6 @@ class PrivateEstimatorMixin:
 
     # Fitted means a completed fit.
     _fitted_marker = "_serving_state_"
-    # Whether fit and predict take sparse matrices.
-    _sparse_input = True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -73,8 +70,29 @@ class PrivateEstimatorMixin:
             if estimator_tags is not None:
                 estimator_tags.poor_score = True
         tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = self._sparse_input
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = self._input_allows_nan()
         return tags
+
+    def _input_allows_nan(self):
+        """Whether every consumer of ``X`` takes NaN (their ``allow_nan`` tags)."""
+        return False
+
+    def _validate_input(self, X, y="no_validation", *, reset=True, **kwargs):
+        """``X`` (and ``y``) by the one input rule (:func:`validate_input`)."""
+        return validate_input(
+            self,
+            X,
+            y,
+            reset=reset,
+            allow_nan=self._input_allows_nan(),
+            consumer=self._input_consumer(),
+            **kwargs,
+        )
+
+    def _input_consumer(self):
+        """Who reads ``X``, for messages."""
+        return f"the estimator of {type(self).__name__}"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, self._fitted_marker)
@@ -176,8 +194,7 @@ class PublicLabelsMixin:
 
     def _validate_classification_data(self, X, y):
         """Validate ``X, y``; return ``X``, ``y`` as class indices and ``classes``."""
-        with naming_empty_input():
-            X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE)
+        X, y = self._validate_input(X, y)
         try:
             check_classification_targets(y)
         except ValueError as exc:  # sklearn's message does not say which input

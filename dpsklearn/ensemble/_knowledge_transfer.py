@@ -31,9 +31,10 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._base import keeps_live_model
+from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from ._private_prediction import PrivatePredictionClassifier
 
@@ -198,11 +199,21 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.poor_score = True  # labels carry privacy noise
         try:
-            tags.non_deterministic = get_tags(self._teacher()).non_deterministic
+            teacher_tags = get_tags(self._teacher())
         except Exception:  # not an estimator: fit will say so
             tags.non_deterministic = True
-        tags.input_tags.sparse = False
+            return tags
+        tags.non_deterministic = teacher_tags.non_deterministic
+        # X reaches the teacher's teachers, X_public them and the student.
+        tags.input_tags.sparse = teacher_tags.input_tags.sparse
+        tags.input_tags.allow_nan = self._public_rows_allow_nan(
+            self._teacher(), self._student()
+        )
         return tags
+
+    @staticmethod
+    def _public_rows_allow_nan(teacher, student):
+        return accepts_nan(teacher) and accepts_nan(student)
 
     def _warn_if_teacher_fitted(self):
         # The teacher *parameter* is kept (scikit-learn keeps parameters as
@@ -268,16 +279,29 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
                 "X_public is required: the public, unlabelled rows that the "
                 "private teacher labels for the student."
             )
-        X, y = validate_data(self, X, y)
+        X, y = validate_input(
+            self,
+            X,
+            y,
+            allow_nan=accepts_nan(teacher),
+            consumer=f"the teacher ({type(teacher).__name__})",
+        )
         check_classification_targets(y)
         try:
-            X_public = validate_data(self, X_public, reset=False)
-        except ValueError as exc:
-            raise ValueError(f"X_public is not valid for this model: {exc}") from exc
-        if X_public.shape[0] == 0:
-            raise ValueError("X_public has no rows.")
+            X_public = validate_input(
+                self,
+                X_public,
+                reset=False,
+                allow_nan=self._public_rows_allow_nan(teacher, student),
+                consumer=(
+                    f"the teacher ({type(teacher).__name__}) or the student "
+                    f"({type(student).__name__})"
+                ),
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"X_public is not valid for this model: {exc}") from exc
 
-        n_public = X_public.shape[0]
+        n_public = n_rows(X_public)
         n_queries = self._resolve_n_queries(teacher, n_public)
         if self.query_strategy == "uncertainty":
             _check_can_rank(student)
@@ -301,7 +325,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
                 "the teacher labelled none of the public rows (all abstained or "
                 "unanswered); there is nothing to fit the student on."
             )
-        student.fit(X_public[asked[keep]], labels[keep])
+        student.fit(take_rows(X_public, asked[keep]), labels[keep])
         self.student_ = student
         self.n_public_labelled_ = int(keep.sum())
         self.n_public_abstained_ = int(len(asked) - keep.sum())
@@ -328,6 +352,16 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         """The student's classes."""
         return self.student_.classes_
 
+    def _validate_query(self, X):
+        """Query rows as the student takes them (free: nothing is spent)."""
+        return validate_input(
+            self,
+            X,
+            reset=False,
+            allow_nan=accepts_nan(self.student_),
+            consumer=f"the student ({type(self.student_).__name__})",
+        )
+
     def predict(self, X):
         """The student's labels for ``X`` (free: post-processing).
 
@@ -340,7 +374,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         y_pred : ndarray of shape (n_queries,)
         """
         check_is_fitted(self)
-        return self.student_.predict(validate_data(self, X, reset=False))
+        return self.student_.predict(self._validate_query(X))
 
     @available_if(_student_has("predict_proba"))
     def predict_proba(self, X):
@@ -355,7 +389,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_proba(validate_data(self, X, reset=False))
+        return self.student_.predict_proba(self._validate_query(X))
 
     @available_if(_student_has("predict_log_proba"))
     def predict_log_proba(self, X):
@@ -370,7 +404,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         log_proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_log_proba(validate_data(self, X, reset=False))
+        return self.student_.predict_log_proba(self._validate_query(X))
 
     @available_if(_student_has("decision_function"))
     def decision_function(self, X):
@@ -385,7 +419,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
         scores : ndarray of shape (n_queries,) or (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.decision_function(validate_data(self, X, reset=False))
+        return self.student_.decision_function(self._validate_query(X))
 
 
 def _check_can_rank(student):
@@ -420,14 +454,16 @@ def _uncertainty_rounds(student, X_public, n_queries, n_rounds, random_state):
     sample of the rows not yet asked.
     """
     sizes = [len(part) for part in np.array_split(np.arange(n_queries), n_rounds)]
-    asked = np.zeros(X_public.shape[0], dtype=bool)
+    asked = np.zeros(n_rows(X_public), dtype=bool)
     known_rows, known_labels = [], []
     for size in sizes:
         candidates = np.flatnonzero(~asked)
         labels = np.concatenate(known_labels) if known_labels else np.empty(0)
         if len(np.unique(labels)) >= 2:
-            ranker = clone(student).fit(X_public[np.concatenate(known_rows)], labels)
-            margin = _student_margin(ranker, X_public[candidates])
+            ranker = clone(student).fit(
+                take_rows(X_public, np.concatenate(known_rows)), labels
+            )
+            margin = _student_margin(ranker, take_rows(X_public, candidates))
             chosen = candidates[np.argsort(margin, kind="stable")[:size]]
         else:
             chosen = random_state.choice(candidates, size, replace=False)
@@ -450,7 +486,9 @@ def _ask_teacher(teacher, X_public, rounds, n_queries):
     chosen = next(rounds_iter)
     while True:
         try:
-            released, abstain = teacher.predict(X_public[chosen], return_abstained=True)
+            released, abstain = teacher.predict(
+                take_rows(X_public, chosen), return_abstained=True
+            )
             exhausted = None
         except BudgetExhaustedError as err:
             exhausted = err

@@ -17,15 +17,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from .._base import keeps_live_model
-from .._validation import check_regression_targets, check_target_range
+from .._validation import check_regression_targets, check_target_range, take_rows
 from ..mechanisms import SoftLabelTest
 from ..mechanisms._stability import _n_bins
 from ..serving import ReleaseCache, row_keys, serve
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
-from ._private_prediction import check_dense
 from ._sharding import teacher_outputs
 
 __all__ = ["SoftLabelPrivateRegressor"]
@@ -198,8 +196,6 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     def _base_estimator(self):
         return Ridge() if self.estimator is None else self.estimator
 
-    _sparse_input = False  # the release cache keys rows by value
-
     # -- fit -----------------------------------------------------------------
     def _validate_soft_label_source(self):
         """``"predict_proba"`` for a classifier base, ``"predict"`` for a regressor."""
@@ -218,9 +214,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     def _validate_targets(self, X, y, method):
         if method == "predict":
             y = check_regression_targets(y)
-            X, y = validate_data(self, X, y, y_numeric=True)
+            X, y = self._validate_input(X, y, y_numeric=True)
             return X, y, check_target_range(self.target_range, y, type(self).__name__)
-        X, y = validate_data(self, X, y)
+        X, y = self._validate_input(X, y)
         labels = np.unique(y)
         if not np.all(np.isin(labels, [0, 1])):
             raise ValueError(
@@ -252,7 +248,6 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         self._validate_params()
         n_bins = _n_bins(self.gamma)
         method = self._validate_soft_label_source()
-        check_dense(self, X)
         X, y, (lo, hi) = self._validate_targets(X, y, method)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
@@ -356,14 +351,14 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             ``max_queries`` part-way and ``on_exhausted="raise"``;
             ``partial_predictions`` holds the answers already paid for.
         """
-        X = self._validate_query(X, accept_sparse=False)
+        X = self._validate_query(X)
         lo, hi = self.target_range_
         method = self.soft_label_method_
         values, abstained = serve(
             self._serving_state_,
             "predict",
             X.shape[0],
-            lambda rows: self._soft_labels(X[rows], method, (lo, hi)),
+            lambda rows: self._soft_labels(take_rows(X, rows), method, (lo, hi)),
             lambda v: lo + v["value"] * (hi - lo),
             fields=_FIELDS,
             keys=row_keys(X),

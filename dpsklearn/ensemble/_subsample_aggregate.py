@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import PublicLabelsMixin, keeps_live_model
-from .._validation import check_abstain_label, output_dtype
+from .._validation import check_abstain_label, output_dtype, take_rows
 from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
 from ..planning._sparse_vector import auto_n_estimators
 from ..serving import serve
@@ -277,7 +277,8 @@ class SubsampleAggregateClassifier(
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_samples rows
+            Private rows, passed to the teachers as given.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -420,8 +421,8 @@ class SubsampleAggregateClassifier(
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_queries, n_features)
-            Public query points.
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_queries rows
+            Public query points, in the form of the training rows.
         return_abstained : bool, default=False
             Also return a boolean mask of the rows answered with
             ``abstain_label``.
@@ -457,7 +458,7 @@ class SubsampleAggregateClassifier(
             state,
             "predict",
             X.shape[0],
-            lambda rows: self._vote_counts(X[rows]),
+            lambda rows: self._vote_counts(take_rows(X, rows)),
             labels_of,
             fields=_FIELDS,
         )

@@ -31,8 +31,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin, keeps_live_model
-from .._validation import check_regression_targets, warn_if_delta_large
+from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
 from ..accounting import PER_RELEASE_CALIBRATIONS
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
