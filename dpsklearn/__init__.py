@@ -13,7 +13,7 @@ see the README's privacy contract. The package is laid out by role:
 * :mod:`dpsklearn.ensemble`, :mod:`dpsklearn.kernel_ridge`,
   :mod:`dpsklearn.erm`, :mod:`dpsklearn.queries` -- the estimators;
 * :mod:`dpsklearn.planning`, :mod:`dpsklearn.audit`,
-  :mod:`dpsklearn.datasets` -- tools around them.
+  :mod:`dpsklearn.metrics`, :mod:`dpsklearn.datasets` -- tools around them.
 """
 
 from .accounting import LedgerError, PrivacyAccountant, PrivacyEvent, PrivacyLedger
@@ -30,7 +30,12 @@ from .erm import (
     ExponentialMechanismERMRegressor,
     Thresholds,
 )
-from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .exceptions import (
+    AbstentionWarning,
+    BudgetCopyWarning,
+    BudgetExhaustedError,
+    PrivacyLeakWarning,
+)
 from .kernel_ridge import PrivateKernelRidge
 from .planning import kernel_ridge_schedule
 from .queries import PrivateStatisticalQueries
@@ -39,6 +44,8 @@ from .serving import BudgetStatus
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AbstentionWarning",
+    "BudgetCopyWarning",
     "BudgetExhaustedError",
     "BudgetStatus",
     "DecisionStumps",

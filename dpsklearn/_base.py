@@ -11,6 +11,7 @@ classifiers is public (:class:`PublicLabelsMixin`).
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import warnings
@@ -25,7 +26,12 @@ from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
 from .serving import ServingState
 
-__all__ = ["PrivateEstimatorMixin", "PublicLabelsMixin", "keeps_live_model"]
+__all__ = [
+    "PrivateEstimatorMixin",
+    "PublicLabelsMixin",
+    "keeps_live_model",
+    "refuse_severed_accountant",
+]
 
 # Set by validate_data itself; every other attribute ending in "_" is fitted.
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
@@ -50,6 +56,44 @@ def keeps_live_model(fit):
             raise
 
     return guarded
+
+
+class _SeveredAccountant:
+    """What a shared in-memory accountant becomes in a pickled, unfitted estimator.
+
+    A :class:`~dpsklearn.PrivacyAccountant` lives in one process; a copy in
+    another process (``GridSearchCV(n_jobs>1)``, joblib) would fork its
+    budget. So an unfitted estimator is pickled with this stand-in, which
+    spends nothing and refuses every question, and the copy refuses to be
+    configured or fitted with an error whose first line names the fix.
+    """
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def message(self):
+        return (
+            f"PrivacyLedger needed: this {self.owner} was sent to another process "
+            "(GridSearchCV(n_jobs>1), cross_validate(n_jobs>1), joblib) with a "
+            "shared in-memory PrivacyAccountant, whose budget cannot follow it "
+            "there.\nPass a PrivacyLedger(path, epsilon, delta) as the accountant "
+            "(a SQLite file that every process draws from), or use n_jobs=1."
+        )
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(self.message())
+
+    spend = spend_events = can_spend = can_spend_events = _refuse
+
+    def __repr__(self):
+        return f"<shared PrivacyAccountant left in another process ({self.owner})>"
+
+
+def refuse_severed_accountant(estimator):
+    """Raise when ``estimator`` (or a nested one) holds a severed accountant."""
+    for value in estimator.get_params(deep=True).values():
+        if isinstance(value, _SeveredAccountant):
+            value._refuse()
 
 
 class PrivateEstimatorMixin:
@@ -97,6 +141,47 @@ class PrivateEstimatorMixin:
     def __sklearn_is_fitted__(self):
         return hasattr(self, self._fitted_marker)
 
+    # -- copies in other processes ---------------------------------------------
+    def __getstate__(self):
+        state = super().__getstate__()
+        accountant = state.get("accountant")
+        if (
+            isinstance(accountant, PrivacyAccountant)
+            and accountant.shared
+            and not self.__sklearn_is_fitted__()
+        ):
+            # An unfitted copy (GridSearchCV's workers get these) keeps no
+            # budget: it refuses set_params and fit with an error naming the
+            # fix. A fitted model with a shared accountant still refuses to be
+            # pickled (the accountant's own error).
+            state = {**state, "accountant": _SeveredAccountant(type(self).__name__)}
+        return state
+
+    def __deepcopy__(self, memo):
+        # A deep copy stays in this process: the shared accountant stays shared.
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn's ``set_params``).
+
+        A copy of this estimator made in another process with a shared
+        in-memory accountant refuses here, naming ``PrivacyLedger``.
+
+        Parameters
+        ----------
+        **params : dict
+
+        Returns
+        -------
+        self : object
+        """
+        super().set_params(**params)
+        refuse_severed_accountant(self)
+        return self
+
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
@@ -108,6 +193,8 @@ class PrivateEstimatorMixin:
         precise first); the first one the accountant can pay for is taken.
         """
         label = type(self).__name__
+        if isinstance(self.accountant, _SeveredAccountant):
+            self.accountant._refuse()
         if self.accountant is None:
             accountant = PrivacyAccountant._for_model(
                 epsilon, delta, mechanism.composition

@@ -12,8 +12,9 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -21,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import PrivateEstimatorMixin
 from .._validation import accepts_nan, warn_if_delta_large
 from ..mechanisms import vote_counts
+from ..metrics._abstention import predict_with_abstentions, warn_if_abstained
 from ._fused import _fuse
 from ._sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
 
@@ -147,6 +149,32 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         for rows, predictions in teacher_outputs(self.estimators_, X, "predict"):
             counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
         return counts
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classifiers) or R^2 (regressors) of ``predict(X)``, with a warning.
+
+        The answers are one private release like any other ``predict`` call
+        (same budget); ``y`` is used in the clear, so a score on private rows
+        is outside the guarantee. When the model abstained on some rows, an
+        :class:`~dpsklearn.AbstentionWarning` gives their count: they enter
+        the score as answers (``abstain_label`` is never a true label). See
+        :func:`dpsklearn.metrics.make_abstention_scorer` for the answered
+        fraction beside the score.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame, list of str, sparse matrix}
+        y : array-like of shape (n_rows,)
+        sample_weight : array-like of shape (n_rows,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        y_pred, abstained = predict_with_abstentions(self, X)
+        warn_if_abstained(self, abstained)
+        metric = accuracy_score if is_classifier(self) else r2_score
+        return float(metric(y, y_pred, sample_weight=sample_weight))
 
     def _validate_query(self, X):
         """Query rows by the input rule of ``fit`` (before anything is spent)."""

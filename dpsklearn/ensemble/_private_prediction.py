@@ -147,7 +147,13 @@ class PrivatePredictionClassifier(
     max_queries : int, default=1000
         ``m``: query units the budget pays for (part of the guarantee;
         ``None`` is refused). The unit after the last raises
-        :class:`BudgetExhaustedError`.
+        :class:`BudgetExhaustedError`. Cost per new distinct row (a row
+        already released by the same method is free): ``predict`` 1;
+        ``predict_proba`` 4 under ``calibration_`` ``"zcdp"`` or ``"rdp"``
+        and 1 under ``"basic"`` (``proba_cost_``); under ``mechanism=
+        "gnmax"`` 1 for either method, shared (a row ``predict`` released is
+        free for ``predict_proba`` and vice versa); ``score`` is ``predict``
+        on its rows.
     calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         Composition that turns the total into ``eps_q``
         (:func:`~dpsklearn.accounting.per_release_epsilon`); ``"auto"`` takes

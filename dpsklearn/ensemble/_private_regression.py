@@ -56,6 +56,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         In [0, 1); ``0`` allows only basic composition.
     max_queries : int, default=1000
         Rows the budget pays for (part of the guarantee; ``None`` refused).
+        ``predict`` (and ``score``) costs 1 unit per new distinct row; a row
+        asked again is answered from the release cache, free.
     calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         As in :class:`PrivatePredictionClassifier`.
     target_range : (float, float), default=None

@@ -75,6 +75,8 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         Bin width; ``1/gamma`` must be an integer >= 2.
     max_queries : int, default=None
         Operational cap on distinct query rows (not part of the guarantee).
+        ``predict`` (and ``score``) costs 1 unit per new distinct row; a row
+        asked again is answered from the release cache, free.
     max_unstable : int, default=100
         ``T``: the model halts when ``c`` reaches it.
     calibration : {"auto", "paper", "exact", "pure"}, default="auto"

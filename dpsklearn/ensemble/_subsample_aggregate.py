@@ -82,7 +82,9 @@ class SubsampleAggregateClassifier(
         Operational cap on the number of queries (not part of the guarantee
         of the sparse vector mechanism). The query after the cap raises
         :class:`BudgetExhaustedError`. Required by ``"confident_gnmax"``,
-        whose guarantee charges every one of these queries.
+        whose guarantee charges every one of these queries. ``predict`` (and
+        ``score``) costs 1 unit per query row, a repeated row included (no
+        release cache: a row asked again is a new query of the test).
     max_unstable : int, default=100
         ``T``: how many failed stability tests the budget pays for.
     calibration : {"auto", "paper", "exact", "pure", "rdp", "zcdp"}, default="auto"

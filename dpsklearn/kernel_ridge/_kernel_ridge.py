@@ -140,8 +140,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the pure-DP high-dimensional Laplace.
     max_queries : int, default=1000
         ``release="predictions"``: the number of prediction rows the budget
-        pays for (part of the guarantee; ``None`` is refused). Ignored by
-        ``release="model"``.
+        pays for (part of the guarantee; ``None`` is refused): ``predict``
+        (and ``score``) costs 1 unit per row. Ignored by ``release="model"``
+        (its predictions are free).
     calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         How ``release="predictions"`` splits the budget over ``max_queries``
         pure-DP releases (:func:`~dpsklearn.accounting.per_release_epsilon`
