@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 from numbers import Integral, Real
 
@@ -388,13 +389,18 @@ def validate_input(
                 "target y is None."
             )
         # y first: validate_data resets the feature names from what it is given.
-        y = validate_data(
-            estimator,
-            y=y,
-            reset=reset,
-            y_numeric=y_numeric,
-            multi_output=multi_output,
-        )
+        try:
+            y = validate_data(
+                estimator,
+                y=y,
+                reset=reset,
+                y_numeric=y_numeric,
+                multi_output=multi_output,
+            )
+        except ValueError as exc:  # "Input contains NaN" (object y) names no input
+            if re.search(r"\by\b", str(exc)):
+                raise
+            raise ValueError(f"y is not valid: {exc}") from exc
     # The form first (scikit-learn's messages for 1-D or empty input), then
     # the number of columns and their names against fit.
     X = _validated_x(estimator, X, accept_sparse=accept_sparse)

@@ -51,7 +51,12 @@ from scipy import sparse
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    StandardScaler,
+)
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
@@ -93,6 +98,8 @@ def _affine_of(step):
     """``(a, b, reason)``: the scaler as ``z = a * x + b`` (a None: not affine)."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return 1.0, 0.0, None
+    if type(step) is FunctionTransformer and step.func is None:
+        return 1.0, 0.0, None  # the identity (a ColumnTransformer's passthrough)
     if type(step) is StandardScaler:
         a = 1.0 if step.scale_ is None else 1.0 / np.asarray(step.scale_, float)
         b = (
