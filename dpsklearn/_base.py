@@ -29,8 +29,8 @@ from .serving import ServingState
 __all__ = [
     "PrivateEstimatorMixin",
     "PublicLabelsMixin",
+    "RefusesSeveredCopies",
     "keeps_live_model",
-    "refuse_severed_accountant",
 ]
 
 # Set by validate_data itself; every other attribute ending in "_" is fitted.
@@ -96,7 +96,35 @@ def refuse_severed_accountant(estimator):
             value._refuse()
 
 
-class PrivateEstimatorMixin:
+class RefusesSeveredCopies:
+    """``set_params`` refuses in a copy whose shared accountant stayed behind.
+
+    ``GridSearchCV`` sets each candidate's parameters in the worker before
+    fitting, outside its error handling, so the refusal reaches the caller
+    with its first line naming ``PrivacyLedger``.
+    """
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn's ``set_params``).
+
+        A copy made in another process with a shared in-memory accountant
+        (its own or a nested estimator's) refuses here, naming
+        ``PrivacyLedger``.
+
+        Parameters
+        ----------
+        **params : dict
+
+        Returns
+        -------
+        self : object
+        """
+        super().set_params(**params)
+        refuse_severed_accountant(self)
+        return self
+
+
+class PrivateEstimatorMixin(RefusesSeveredCopies):
     """The budget, serving and status steps of every private estimator.
 
     ``accountant=None`` gives the model its own accountant for ``(epsilon,
@@ -164,23 +192,6 @@ class PrivateEstimatorMixin:
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
-    def set_params(self, **params):
-        """Set parameters (scikit-learn's ``set_params``).
-
-        A copy of this estimator made in another process with a shared
-        in-memory accountant refuses here, naming ``PrivacyLedger``.
-
-        Parameters
-        ----------
-        **params : dict
-
-        Returns
-        -------
-        self : object
-        """
-        super().set_params(**params)
-        refuse_severed_accountant(self)
-        return self
 
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):

@@ -33,7 +33,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import keeps_live_model, refuse_severed_accountant
+from .._base import RefusesSeveredCopies, keeps_live_model
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from ._private_prediction import PrivatePredictionClassifier
@@ -50,7 +50,7 @@ def _student_has(method):
     return check
 
 
-class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
+class KnowledgeTransferClassifier(RefusesSeveredCopies, ClassifierMixin, BaseEstimator):
     """A student fitted on public rows labelled by a private teacher.
 
     ``fit(X, y, X_public=...)`` clones ``teacher`` and fits it on the
@@ -186,24 +186,6 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         # Fitted means a completed fit (a failed one may have set n_features_in_).
         return hasattr(self, "student_")
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn's ``set_params``).
-
-        A copy made in another process whose teacher has a shared in-memory
-        accountant refuses here, naming ``PrivacyLedger``.
-
-        Parameters
-        ----------
-        **params : dict
-
-        Returns
-        -------
-        self : object
-        """
-        super().set_params(**params)
-        refuse_severed_accountant(self)
-        return self
 
     def _teacher(self):
         if self.teacher is None:
