@@ -25,7 +25,7 @@ from sklearn.preprocessing import (
     StandardScaler,
 )
 
-from dpsklearn import SubsampleAggregateClassifier
+from dpsklearn import SoftLabelPrivateRegressor, SubsampleAggregateClassifier
 from dpsklearn.datasets import load_adult
 from dpsklearn.ensemble import why_not_fusable
 
@@ -192,3 +192,19 @@ def test_infrequent_categories_are_not_fused():
     fused, _ = _pair(base, Y_BINARY_TRAIN)
     assert fused._fused_ensemble_ is None
     assert "infrequent" in why_not_fusable(fused)
+
+
+def test_an_estimator_that_reads_no_votes_says_so():
+    # Soft labels average the teachers' probabilities: fusable teachers, but
+    # the model never builds the vote path, and why_not_fusable says why
+    # rather than answering None ("fused").
+    model = SoftLabelPrivateRegressor(
+        teacher(), epsilon=1.0, delta=1e-5, n_estimators=20, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X_TRAIN, (Y_BINARY_TRAIN == ">50K").astype(int))
+    assert model.soft_label_method_ == "predict_proba"
+    assert model._fused_ensemble_ is None
+    assert why_not_fusable(model.estimators_[0]) is None
+    assert why_not_fusable(model) == "SoftLabelPrivateRegressor does not count votes"

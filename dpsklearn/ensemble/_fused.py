@@ -186,6 +186,8 @@ def why_not_fusable(teacher):
 
     Given a fitted teacher ensemble (a model with ``estimators_``), why its
     teachers do not take the fused path together, or ``None`` when they do.
+    A model that reads probabilities rather than votes (soft labels) never
+    takes it, even when its teachers could be fused, and says so.
 
     Examples
     --------
@@ -200,7 +202,10 @@ def why_not_fusable(teacher):
         if getattr(teacher, "fused", "auto") is False:
             return "fused=False"
         n_classes = len(getattr(teacher, "classes_", [0, 1]))
-        return _fuse(teacher.estimators_, n_classes)[1]
+        reason = _fuse(teacher.estimators_, n_classes)[1]
+        # Fusable teachers in a model that never built the vote path (it
+        # reads probabilities): None would claim the fused path is taken.
+        return reason or f"{type(teacher).__name__} does not count votes"
     if isinstance(teacher, ConstantTeacher):
         return None
     return _linear_parts(teacher)[1]
