@@ -187,8 +187,8 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
                 "PrivatePredictionRegressor or SoftLabelPrivateRegressor."
             )
 
-    def _validate_training(self, X, y):
-        return self._validate_rows(X, check_regression_targets(y))
+    def _validate_training(self, X, y, teacher):
+        return self._validate_private(X, check_regression_targets(y), teacher)
 
     @staticmethod
     def _released_labels(teacher, X):
