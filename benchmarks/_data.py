@@ -298,15 +298,30 @@ LOADERS = {
 _FIT_CACHE: dict = {}
 
 
+def _content_bytes(data):
+    """The content of rows as bytes: arrays by value, DataFrames and text too."""
+    if hasattr(data, "iloc"):  # pandas: values, column names and dtypes
+        import pandas as pd
+
+        hashed = pd.util.hash_pandas_object(data, index=False).to_numpy()
+        layout = (list(getattr(data, "columns", [])), [str(d) for d in np.atleast_1d(
+            data.dtypes if hasattr(data, "dtypes") else data.dtype)])
+        return repr(layout).encode() + hashed.tobytes()
+    array = np.asarray(data)
+    if array.dtype.kind == "O":  # documents: their text, not object pointers
+        return repr((array.shape, [repr(v) for v in array.ravel()])).encode()
+    array = np.ascontiguousarray(array)
+    return str((array.dtype, array.shape)).encode() + array.tobytes()
+
+
 def _fit_key(pipeline, X, y):
     """Rows, labels and every step's parameters (read from ``__dict__``: an
     unfitted step holds exactly its parameters, and ``get_params`` is slow)."""
     import hashlib
 
     digest = hashlib.sha1()
-    for array in (np.ascontiguousarray(X), np.ascontiguousarray(y)):
-        digest.update(str((array.dtype, array.shape)).encode())
-        digest.update(array.tobytes())
+    for data in (X, y):
+        digest.update(_content_bytes(data))
     for name, step in pipeline.steps:
         state = sorted((k, repr(v)) for k, v in vars(step).items())
         digest.update(repr((name, type(step).__name__, state)).encode())

@@ -15,7 +15,7 @@ see the README's privacy contract. The package is laid out by role:
 * :mod:`dpsklearn.model_selection` -- the private search over their
   configurations;
 * :mod:`dpsklearn.planning`, :mod:`dpsklearn.audit`,
-  :mod:`dpsklearn.datasets` -- tools around them.
+  :mod:`dpsklearn.metrics`, :mod:`dpsklearn.datasets` -- tools around them.
 """
 
 from .accounting import LedgerError, PrivacyAccountant, PrivacyEvent, PrivacyLedger
@@ -33,7 +33,12 @@ from .erm import (
     ExponentialMechanismERMRegressor,
     Thresholds,
 )
-from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from .exceptions import (
+    AbstentionWarning,
+    BudgetCopyWarning,
+    BudgetExhaustedError,
+    PrivacyLeakWarning,
+)
 from .kernel_ridge import PrivateKernelRidge
 from .model_selection import PrivateGridSearch
 from .planning import kernel_ridge_schedule
@@ -43,6 +48,8 @@ from .serving import BudgetStatus
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AbstentionWarning",
+    "BudgetCopyWarning",
     "BudgetExhaustedError",
     "BudgetStatus",
     "DecisionStumps",

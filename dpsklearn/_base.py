@@ -11,23 +11,28 @@ classifiers is public (:class:`PublicLabelsMixin`).
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import warnings
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import naming_empty_input
+from ._validation import validate_input
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
 from .serving import ServingState
 
-__all__ = ["PrivateEstimatorMixin", "PublicLabelsMixin", "keeps_live_model"]
+__all__ = [
+    "PrivateEstimatorMixin",
+    "PublicLabelsMixin",
+    "RefusesSeveredCopies",
+    "keeps_live_model",
+]
 
-ACCEPT_SPARSE = ("csr", "csc")
 # Set by validate_data itself; every other attribute ending in "_" is fitted.
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
@@ -53,7 +58,73 @@ def keeps_live_model(fit):
     return guarded
 
 
-class PrivateEstimatorMixin:
+class _SeveredAccountant:
+    """What a shared in-memory accountant becomes in a pickled, unfitted estimator.
+
+    A :class:`~dpsklearn.PrivacyAccountant` lives in one process; a copy in
+    another process (``GridSearchCV(n_jobs>1)``, joblib) would fork its
+    budget. So an unfitted estimator is pickled with this stand-in, which
+    spends nothing and refuses every question, and the copy refuses to be
+    configured or fitted with an error whose first line names the fix.
+    """
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def message(self):
+        return (
+            f"PrivacyLedger needed: this {self.owner} was sent to another process "
+            "(GridSearchCV(n_jobs>1), cross_validate(n_jobs>1), joblib) with a "
+            "shared in-memory PrivacyAccountant, whose budget cannot follow it "
+            "there.\nPass a PrivacyLedger(path, epsilon, delta) as the accountant "
+            "(a SQLite file that every process draws from), or use n_jobs=1."
+        )
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(self.message())
+
+    spend = spend_events = can_spend = can_spend_events = _refuse
+
+    def __repr__(self):
+        return f"<shared PrivacyAccountant left in another process ({self.owner})>"
+
+
+def refuse_severed_accountant(estimator):
+    """Raise when ``estimator`` (or a nested one) holds a severed accountant."""
+    for value in estimator.get_params(deep=True).values():
+        if isinstance(value, _SeveredAccountant):
+            value._refuse()
+
+
+class RefusesSeveredCopies:
+    """``set_params`` refuses in a copy whose shared accountant stayed behind.
+
+    ``GridSearchCV`` sets each candidate's parameters in the worker before
+    fitting, outside its error handling, so the refusal reaches the caller
+    with its first line naming ``PrivacyLedger``.
+    """
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn's ``set_params``).
+
+        A copy made in another process with a shared in-memory accountant
+        (its own or a nested estimator's) refuses here, naming
+        ``PrivacyLedger``.
+
+        Parameters
+        ----------
+        **params : dict
+
+        Returns
+        -------
+        self : object
+        """
+        super().set_params(**params)
+        refuse_severed_accountant(self)
+        return self
+
+
+class PrivateEstimatorMixin(RefusesSeveredCopies):
     """The budget, serving and status steps of every private estimator.
 
     ``accountant=None`` gives the model its own accountant for ``(epsilon,
@@ -63,8 +134,6 @@ class PrivateEstimatorMixin:
 
     # Fitted means a completed fit.
     _fitted_marker = "_serving_state_"
-    # Whether fit and predict take sparse matrices.
-    _sparse_input = True
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -73,11 +142,56 @@ class PrivateEstimatorMixin:
             if estimator_tags is not None:
                 estimator_tags.poor_score = True
         tags.non_deterministic = self.noise_random_state is None
-        tags.input_tags.sparse = self._sparse_input
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = self._input_allows_nan()
         return tags
+
+    def _input_allows_nan(self):
+        """Whether every consumer of ``X`` takes NaN (their ``allow_nan`` tags)."""
+        return False
+
+    def _validate_input(self, X, y="no_validation", *, reset=True, **kwargs):
+        """``X`` (and ``y``) by the one input rule (:func:`validate_input`)."""
+        return validate_input(
+            self,
+            X,
+            y,
+            reset=reset,
+            allow_nan=self._input_allows_nan(),
+            consumer=self._input_consumer(),
+            **kwargs,
+        )
+
+    def _input_consumer(self):
+        """Who reads ``X``, for messages."""
+        return f"the estimator of {type(self).__name__}"
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, self._fitted_marker)
+
+    # -- copies in other processes ---------------------------------------------
+    def __getstate__(self):
+        state = super().__getstate__()
+        accountant = state.get("accountant")
+        if (
+            isinstance(accountant, PrivacyAccountant)
+            and accountant.shared
+            and not self.__sklearn_is_fitted__()
+        ):
+            # An unfitted copy (GridSearchCV's workers get these) keeps no
+            # budget: it refuses set_params and fit with an error naming the
+            # fix. A fitted model with a shared accountant still refuses to be
+            # pickled (the accountant's own error).
+            state = {**state, "accountant": _SeveredAccountant(type(self).__name__)}
+        return state
+
+    def __deepcopy__(self, memo):
+        # A deep copy stays in this process: the shared accountant stays shared.
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
 
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):
@@ -90,6 +204,8 @@ class PrivateEstimatorMixin:
         precise first); the first one the accountant can pay for is taken.
         """
         label = type(self).__name__
+        if isinstance(self.accountant, _SeveredAccountant):
+            self.accountant._refuse()
         if self.accountant is None:
             accountant = PrivacyAccountant._for_model(
                 epsilon, delta, mechanism.composition
@@ -176,8 +292,7 @@ class PublicLabelsMixin:
 
     def _validate_classification_data(self, X, y):
         """Validate ``X, y``; return ``X``, ``y`` as class indices and ``classes``."""
-        with naming_empty_input():
-            X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE)
+        X, y = self._validate_input(X, y)
         try:
             check_classification_targets(y)
         except ValueError as exc:  # sklearn's message does not say which input

@@ -9,17 +9,32 @@ same constraints in their ``_parameter_constraints``. The few checks that
 are not about one parameter's value (``abstain_label`` against the classes,
 ``target_range`` from the data, numeric regression targets, empty input)
 live here too, once.
+
+Input data. :func:`validate_input` is the one rule for ``X`` (and ``y``) of
+every estimator whose private computation is done by scikit-learn
+estimators (teachers, fitted hypotheses, a student): ``X`` reaches them as
+the user gave it -- a DataFrame of any dtypes, a sparse matrix, a list or
+array of strings for a text pipeline -- and only what a meta-estimator must
+know is checked, as :class:`~sklearn.ensemble.BaggingClassifier` and
+:class:`~sklearn.ensemble.StackingClassifier` do: the number of rows, the
+consistency of ``n_features_in_`` and ``feature_names_in_``, and values the
+consumers cannot take (``docs/privacy_contract.rst``, "Errors and
+warnings"). :func:`take_rows` indexes rows of any of these forms.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import sparse
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils.validation import check_array, validate_data
 
 from .exceptions import PrivacyLeakWarning
 
@@ -33,11 +48,20 @@ __all__ = [
     "check_abstain_label",
     "check_regression_targets",
     "check_target_range",
+    "accepts_nan",
+    "is_frame",
+    "n_rows",
     "naming_empty_input",
     "output_dtype",
+    "take_rows",
+    "validate_input",
     "validate_params",
     "warn_if_delta_large",
 ]
+
+#: Sparse formats the estimators keep (others are converted to CSR): both
+#: index rows, which sharding and serving need.
+ACCEPT_SPARSE = ("csr", "csc")
 
 #: A finite real number > 0 (epsilon, noise scales, sensitivities).
 FINITE_POSITIVE = Interval(Real, 0, math.inf, closed="neither")
@@ -165,3 +189,225 @@ def check_target_range(target_range, y, estimator_name, stacklevel=3):
             f"lo < hi, got {target_range!r}."
         )
     return lo, hi
+
+
+# -- input data ---------------------------------------------------------------
+
+
+def is_frame(X):
+    """Whether ``X`` is a pandas DataFrame or Series (indexed by ``iloc``)."""
+    return hasattr(X, "iloc") and hasattr(X, "shape")
+
+
+def take_rows(X, rows):
+    """The rows ``rows`` (integer array or slice) of a validated ``X``.
+
+    DataFrames and Series by position (``iloc``); arrays and sparse matrices
+    (CSR, CSC) by ``X[rows]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn._validation import take_rows
+    >>> take_rows(np.array(["a", "b", "c"], dtype=object), np.array([2, 0])).tolist()
+    ['c', 'a']
+    """
+    if is_frame(X):
+        return X.iloc[rows]
+    return X[rows]
+
+
+def n_rows(X):
+    """Number of rows of a validated ``X``."""
+    return int(X.shape[0])
+
+
+def accepts_nan(estimator):
+    """Whether ``estimator``'s tags say it takes NaN in ``X`` (``allow_nan``).
+
+    scikit-learn's ``allow_nan`` tag covers NaN only: infinity is never
+    taken. An object without tags (a plain callable) does not take NaN.
+    """
+    try:
+        return bool(get_tags(estimator).input_tags.allow_nan)
+    except Exception:  # not an estimator: it says nothing, so assume not
+        return False
+
+
+def _is_text(values):
+    """A 1-D array of strings or objects: documents for a text pipeline."""
+    return values.ndim == 1 and values.dtype.kind in "OUS"
+
+
+def _refuse_non_finite(X, allow_nan, consumer):
+    """Refuse infinity always, and NaN (or None) when the consumers refuse it."""
+    if sparse.issparse(X):
+        values = X.data
+        nan = inf = False
+        if values.dtype.kind in "fc":
+            nan, inf = bool(np.isnan(values).any()), bool(np.isinf(values).any())
+    elif is_frame(X):
+        frame = X.to_frame() if X.ndim == 1 else X
+        nan = bool(np.asarray(frame.isna()).any())
+        numeric = frame.select_dtypes(include="number")
+        inf = bool(
+            numeric.shape[1]
+            and np.isinf(numeric.to_numpy(dtype=np.float64, na_value=np.nan)).any()
+        )
+    else:
+        kind = X.dtype.kind
+        if kind in "fc":
+            nan, inf = bool(np.isnan(X).any()), bool(np.isinf(X).any())
+        elif kind == "O":
+            nan, inf = bool(np.any(X != X)), False  # NaN is the value != itself
+        else:
+            nan = inf = False
+    if inf:
+        raise ValueError(
+            "X contains infinity; it is refused before anything is spent (no "
+            "scikit-learn estimator takes it: the allow_nan tag covers NaN only)."
+        )
+    if nan and not allow_nan:
+        raise ValueError(
+            f"X contains NaN or missing values, and {consumer} does not accept "
+            "them (its tags say allow_nan=False); refused before anything is "
+            "spent. Impute inside the teacher (a Pipeline whose tags allow NaN), "
+            "or use an estimator that handles NaN, such as "
+            "HistGradientBoostingClassifier."
+        )
+
+
+def _validated_x(estimator, X, *, accept_sparse):
+    """``X`` in a form the consumers take and rows can be indexed in."""
+    if is_frame(X):
+        if X.shape[0] == 0 or (X.ndim == 2 and X.shape[1] == 0):
+            raise ValueError(
+                f"X must not be empty: got a {type(X).__name__} of shape "
+                f"{X.shape}; a minimum of 1 sample and 1 feature is required."
+            )
+        return X
+    if sparse.issparse(X):
+        with naming_empty_input():
+            return check_array(
+                X,
+                accept_sparse=accept_sparse,
+                dtype=None,
+                ensure_all_finite=False,
+                estimator=estimator,
+                input_name="X",
+            )
+    if isinstance(X, (str, bytes)) or not (
+        hasattr(X, "__len__") or hasattr(X, "__array__")
+    ):
+        raise TypeError(
+            "X must be array-like (an array, a list, a DataFrame, a list of "
+            f"strings for a text pipeline) or a sparse matrix, got {type(X).__name__}."
+        )
+    values = np.asarray(X) if hasattr(X, "dtype") else None
+    if values is None:  # a sequence: strings stay Python objects (no fixed width)
+        try:
+            values = np.asarray(X)
+        except ValueError:
+            values = np.asarray(X, dtype=object)
+        if values.dtype.kind in "US":
+            values = np.asarray(X, dtype=object)
+    with naming_empty_input():
+        return check_array(
+            values,
+            accept_sparse=accept_sparse,
+            dtype=None,
+            ensure_all_finite=False,
+            ensure_2d=not _is_text(values),
+            estimator=estimator,
+            input_name="X",
+        )
+
+
+def validate_input(
+    estimator,
+    X,
+    y="no_validation",
+    *,
+    reset=True,
+    allow_nan=False,
+    consumer="the teacher",
+    accept_sparse=ACCEPT_SPARSE,
+    y_numeric=False,
+    multi_output=False,
+):
+    """Validate ``X`` (and ``y``) for consumers that are scikit-learn estimators.
+
+    ``X`` is returned as given when it is a DataFrame or Series; a list
+    becomes an array (strings as Python objects), a sparse matrix CSR or CSC
+    (others are converted), so that rows can be indexed. Nothing else is
+    converted: strings, categoricals and mixed dtypes reach the consumers.
+    Checked, before anything is spent: at least one row (and one column),
+    ``n_features_in_`` and ``feature_names_in_`` (set when ``reset``, else
+    compared, with scikit-learn's messages), no complex values, no infinity,
+    and no NaN or missing value unless ``allow_nan`` (the consumers' tags say
+    they take it: :func:`accepts_nan`). ``y`` is validated as scikit-learn
+    validates it: one column unless ``multi_output``, as many rows as ``X``,
+    and never NaN or infinity.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The meta-estimator (named in messages; its ``n_features_in_`` and
+        ``feature_names_in_`` are set or checked).
+    X : array-like, DataFrame, list of str or sparse matrix
+    y : array-like, optional
+    reset : bool, default=True
+        ``True`` in ``fit``, ``False`` for queries.
+    allow_nan : bool, default=False
+        Whether every consumer of ``X`` takes NaN.
+    consumer : str, default="the teacher"
+        Who reads ``X``, for the NaN message.
+    accept_sparse : tuple of str, default=("csr", "csc")
+    y_numeric, multi_output : bool, default=False
+        As in :func:`~sklearn.utils.validation.validate_data`.
+
+    Returns
+    -------
+    X : validated ``X``, or ``(X, y)`` when ``y`` is given.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from dpsklearn._validation import validate_input
+    >>> frame = pd.DataFrame({"city": ["Oslo", "Lima"], "age": [31, 47]})
+    >>> model = LogisticRegression()
+    >>> X, y = validate_input(model, frame, [0, 1])
+    >>> X is frame, model.feature_names_in_.tolist()
+    (True, ['city', 'age'])
+    """
+    has_y = not (isinstance(y, str) and y == "no_validation")
+    if has_y:
+        if y is None:
+            raise ValueError(
+                f"{type(estimator).__name__} requires y to be passed, but the "
+                "target y is None."
+            )
+        # y first: validate_data resets the feature names from what it is given.
+        try:
+            y = validate_data(
+                estimator,
+                y=y,
+                reset=reset,
+                y_numeric=y_numeric,
+                multi_output=multi_output,
+            )
+        except ValueError as exc:  # "Input contains NaN" (object y) names no input
+            if re.search(r"\by\b", str(exc)):
+                raise
+            raise ValueError(f"y is not valid: {exc}") from exc
+    # The form first (scikit-learn's messages for 1-D or empty input), then
+    # the number of columns and their names against fit.
+    X = _validated_x(estimator, X, accept_sparse=accept_sparse)
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+    if has_y and n_rows(X) != len(y):
+        raise ValueError(
+            f"X and y must have as many rows: X has {n_rows(X)}, y has {len(y)}."
+        )
+    _refuse_non_finite(X, allow_nan, consumer)
+    return (X, y) if has_y else X

@@ -5,6 +5,12 @@
 (public query points), and prints one row per setting beside the figures
 that keep it honest: the base rate, the non-private majority vote of the
 same teachers and a non-private model on all rows.
+
+The data are a pandas DataFrame with the eight categorical columns as
+strings, as a CSV reader gives them; each teacher one-hot encodes and
+scales its own shard in a ``ColumnTransformer`` (:func:`frame_teacher`).
+Without pandas the demo falls back to the pre-encoded array
+(:func:`adult_encoder`, :func:`teacher_estimator`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.compose import ColumnTransformer
+from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
@@ -31,7 +37,7 @@ from .ensemble import (
 )
 from .exceptions import PrivacyLeakWarning
 
-__all__ = ["adult_encoder", "main", "run_demo"]
+__all__ = ["adult_encoder", "adult_frames", "frame_teacher", "main", "run_demo"]
 
 ABSTAIN = "abstain"
 # Rows per shard for n_estimators="auto": 30 gives about 1,085 teachers on the
@@ -69,6 +75,49 @@ def teacher_estimator():
     return make_pipeline(StandardScaler(), LogisticRegression(solver="liblinear"))
 
 
+def adult_frames(train, test):
+    """The Adult DataFrames with the categorical columns as plain strings.
+
+    Parameters
+    ----------
+    train, test : Bunch
+        From ``load_adult(as_frame=True)``.
+
+    Returns
+    -------
+    X_train, X_test : DataFrame
+    strings, numbers : list of str
+        The string and the numeric column names.
+    """
+    strings = [train.feature_names[j] for j in train.categorical_features]
+    numbers = [name for name in train.feature_names if name not in strings]
+
+    def as_strings(frame):
+        frame = frame.copy()
+        for name in strings:
+            frame[name] = frame[name].astype(str).astype(object)
+        return frame
+
+    return as_strings(train.data), as_strings(test.data), strings, numbers
+
+
+def frame_teacher(strings, numbers, final=None):
+    """A teacher that reads the DataFrame: one-hot and scaling on its own shard.
+
+    ``handle_unknown="ignore"``: a shard of 30 rows misses rare categories,
+    and a query holding one must not make its teacher raise. The teachers
+    take the fused vote path (one encoding, one matrix product for all).
+    """
+    final = LogisticRegression(solver="liblinear") if final is None else final
+    return make_pipeline(
+        make_column_transformer(
+            (OneHotEncoder(handle_unknown="ignore"), strings),
+            (StandardScaler(), numbers),
+        ),
+        final,
+    )
+
+
 def _row(name, k, epsilon, delta, labels, abstained, y_query, extra):
     answered = ~abstained
     n_answered = int(answered.sum())
@@ -86,7 +135,7 @@ def _row(name, k, epsilon, delta, labels, abstained, y_query, extra):
     }
 
 
-def _settings(classes, n_queries, delta, random_state, full=False):
+def _settings(classes, n_queries, delta, random_state, teacher_estimator, full=False):
     """(name, epsilon, factory) per demo row; every model is fitted fresh.
 
     The default is one row per estimator plus the sparse vector at epsilon 1
@@ -185,24 +234,39 @@ def _answer(model, name, X_train, y_train, X_query, classes):
 
 def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=False):
     """Fit and query every private model; return the table rows (dicts)."""
-    train = load_adult(subset="train")
-    test = load_adult(subset="test")
-    encoder = adult_encoder(train).fit(train.data)
-    X_train = encoder.transform(train.data)
-    y_train = train.target
+    try:
+        train = load_adult(subset="train", as_frame=True)
+        test = load_adult(subset="test", as_frame=True)
+    except ImportError:  # no pandas: the pre-encoded array
+        train, test = load_adult(subset="train"), load_adult(subset="test")
+        encoder = adult_encoder(train).fit(train.data)
+        X_train, X_test = encoder.transform(train.data), encoder.transform(test.data)
+        teacher, student = teacher_estimator, lambda: make_pipeline(
+            StandardScaler(), LogisticRegression(C=0.1)
+        )
+    else:
+        X_train, X_test, strings, numbers = adult_frames(train, test)
+
+        def teacher():
+            return frame_teacher(strings, numbers)
+
+        def student():
+            return frame_teacher(strings, numbers, LogisticRegression(C=0.1))
+
+    y_train = np.asarray(train.target).astype(str)
+    y_test = np.asarray(test.target).astype(str)
     rng = np.random.RandomState(random_state)
-    query_rows = rng.choice(test.data.shape[0], size=n_queries, replace=False)
-    X_query = encoder.transform(test.data[query_rows])
-    y_query = test.target[query_rows]
+    query_rows = rng.choice(len(y_test), size=n_queries, replace=False)
+    X_query, y_query = _rows(X_test, query_rows), y_test[query_rows]
     classes = np.asarray(train.target_names)
 
-    full_model = teacher_estimator().fit(X_train, y_train)
+    full_model = teacher().fit(X_train, y_train)
     reference = {
         "base_rate": base_rate(y_train, y_query),
         "full_model": float(np.mean(full_model.predict(X_query) == y_query)),
     }
     rows = []
-    settings = _settings(classes, n_queries, delta, random_state, full)
+    settings = _settings(classes, n_queries, delta, random_state, teacher, full)
     for name, epsilon, factory in settings:
         start = time.perf_counter()
         model = factory(epsilon)
@@ -237,11 +301,10 @@ def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=Fal
         )
         if progress is not None:
             progress(rows[-1])
-    public = np.setdiff1d(np.arange(test.data.shape[0]), query_rows)[:n_queries]
+    public = np.setdiff1d(np.arange(len(y_test)), query_rows)[:n_queries]
     rows.append(
         _knowledge_transfer_row(
-            encoder,
-            test.data[public],
+            _rows(X_test, public),
             X_train,
             y_train,
             X_query,
@@ -250,6 +313,8 @@ def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=Fal
             delta,
             random_state,
             reference,
+            teacher,
+            student,
         )
     )
     if progress is not None:
@@ -257,9 +322,12 @@ def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=Fal
     return rows
 
 
+def _rows(X, rows):
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
 def _knowledge_transfer_row(
-    encoder,
-    public_rows,
+    X_public,
     X_train,
     y_train,
     X_query,
@@ -268,6 +336,8 @@ def _knowledge_transfer_row(
     delta,
     random_state,
     reference,
+    teacher_estimator,
+    student_estimator,
 ):
     """A student on public rows labelled by a private teacher: publishable.
 
@@ -279,7 +349,6 @@ def _knowledge_transfer_row(
     """
     epsilon = 1.0
     start = time.perf_counter()
-    X_public = encoder.transform(public_rows)
     teacher = PrivatePredictionClassifier(
         teacher_estimator(),
         epsilon=epsilon,
@@ -290,7 +359,7 @@ def _knowledge_transfer_row(
         n_jobs=-1,
         min_samples_per_shard=SHARD_ROWS,
     )
-    student = make_pipeline(StandardScaler(), LogisticRegression(C=0.1))
+    student = student_estimator()
     model = KnowledgeTransferClassifier(
         teacher,
         student,

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["BudgetExhaustedError", "PrivacyLeakWarning"]
+__all__ = [
+    "AbstentionWarning",
+    "BudgetCopyWarning",
+    "BudgetExhaustedError",
+    "PrivacyLeakWarning",
+]
 
 
 class BudgetExhaustedError(RuntimeError):
@@ -46,4 +51,28 @@ class PrivacyLeakWarning(UserWarning):
     Raised, for example, when ``classes`` or a bound such as ``target_range``
     is left unset and inferred from the training data, or when
     ``noise_random_state`` fixes the mechanism noise.
+    """
+
+
+class BudgetCopyWarning(PrivacyLeakWarning):
+    """A fitted model was copied, and the copy carries a second budget.
+
+    Raised once per fitted model when it is pickled or deep-copied while its
+    serving state is held in memory (no :class:`~dpsklearn.PrivacyLedger`):
+    the copy answers from its own remaining budget, independently of the
+    original, so together they can release up to twice what the model's
+    ``(epsilon, delta)`` pays for. A model fitted with a ``PrivacyLedger`` as
+    its accountant keeps its state in the ledger, and its copies share it.
+    """
+
+
+class AbstentionWarning(UserWarning):
+    """A score counted abstentions as answers.
+
+    Raised by ``score`` when the model abstained on some rows (answered with
+    ``abstain_label``, or with the fallback of a soft-label model): the score
+    then mixes real answers with abstentions, and a model that has halted
+    scores like a constant. The message gives the count; use
+    :func:`dpsklearn.metrics.make_abstention_scorer` to see the answered
+    fraction beside the score.
     """

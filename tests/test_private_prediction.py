@@ -518,10 +518,6 @@ def test_classifier_bad_data(binary_data):
     clf.fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :3])
-    from scipy import sparse
-
-    with pytest.raises(TypeError, match="sparse"):
-        PrivatePredictionClassifier(n_estimators=5).fit(sparse.csr_matrix(X), y)
 
 
 # -- GridSearchCV over epsilon on Adult: the trade-off shows ---------------

@@ -12,16 +12,18 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils import check_random_state
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin
-from .._validation import naming_empty_input, warn_if_delta_large
+from .._base import PrivateEstimatorMixin
+from .._validation import accepts_nan, warn_if_delta_large
 from ..mechanisms import vote_counts
-from ._fused import fused_ensemble, why_not_fusable
+from ..metrics._abstention import predict_with_abstentions, warn_if_abstained
+from ._fused import _fuse
 from ._sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
 
 __all__ = ["ENSEMBLE_CONSTRAINTS", "TeacherEnsembleMixin"]
@@ -47,6 +49,22 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         if self.estimator is None:
             return LogisticRegression()
         return self.estimator
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # X reaches the teachers as given: the ensemble takes what they take
+        # (as BaggingClassifier's tags say).
+        try:
+            tags.input_tags.sparse = get_tags(self._base_estimator()).input_tags.sparse
+        except Exception:  # not an estimator: fit will say so
+            pass
+        return tags
+
+    def _input_allows_nan(self):
+        return accepts_nan(self._base_estimator())
+
+    def _input_consumer(self):
+        return f"the teacher ({type(self._base_estimator()).__name__})"
 
     def _check_epsilon_delta(self, n_samples, *, delta_positive):
         if not math.isfinite(self.epsilon):
@@ -105,19 +123,19 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         ``fused="auto"`` (also the default of estimators without a ``fused``
         parameter) uses it when every teacher can be fused; ``True`` requires
         it; ``False`` keeps the per-teacher path. Votes are identical either
-        way (:mod:`dpsklearn.ensemble._fused`).
+        way (:mod:`dpsklearn.ensemble._fused`). Why a fitted model does not
+        take it: :func:`~dpsklearn.ensemble.why_not_fusable` of the model.
         """
         mode = getattr(self, "fused", "auto")
         if mode is False:
             return None
-        fused = fused_ensemble(teachers, n_classes)
+        fused, reason = _fuse(teachers, n_classes)
         if fused is None and mode is True:
-            reasons = {why_not_fusable(t) for t in teachers} - {None}
             raise ValueError(
                 "fused=True needs every teacher to be a linear classifier or a "
-                "Pipeline of affine scalers and one; here: "
-                f"{'; '.join(sorted(reasons)) or 'teachers disagree on n_features'}."
-                " Use fused='auto' or False."
+                "Pipeline of affine scalers (optionally after a ColumnTransformer "
+                "of OneHotEncoder and those scalers) and one; here: "
+                f"{reason}. Use fused='auto' or False."
             )
         return fused
 
@@ -132,7 +150,33 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
         return counts
 
-    def _validate_query(self, X, *, accept_sparse=ACCEPT_SPARSE):
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classifiers) or R^2 (regressors) of ``predict(X)``, with a warning.
+
+        The answers are one private release like any other ``predict`` call
+        (same budget); ``y`` is used in the clear, so a score on private rows
+        is outside the guarantee. When the model abstained on some rows, an
+        :class:`~dpsklearn.AbstentionWarning` gives their count: they enter
+        the score as answers (``abstain_label`` is never a true label). See
+        :func:`dpsklearn.metrics.make_abstention_scorer` for the answered
+        fraction beside the score.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame, list of str, sparse matrix}
+        y : array-like of shape (n_rows,)
+        sample_weight : array-like of shape (n_rows,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        y_pred, abstained = predict_with_abstentions(self, X)
+        warn_if_abstained(self, abstained)
+        metric = accuracy_score if is_classifier(self) else r2_score
+        return float(metric(y, y_pred, sample_weight=sample_weight))
+
+    def _validate_query(self, X):
+        """Query rows by the input rule of ``fit`` (before anything is spent)."""
         check_is_fitted(self)
-        with naming_empty_input():
-            return validate_data(self, X, reset=False, accept_sparse=accept_sparse)
+        return self._validate_input(X, reset=False)

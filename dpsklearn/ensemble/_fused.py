@@ -8,7 +8,12 @@ When every teacher is a linear classifier (``coef_``, ``intercept_``:
 (:class:`~sklearn.preprocessing.StandardScaler`,
 :class:`~sklearn.preprocessing.MinMaxScaler`,
 :class:`~sklearn.preprocessing.MaxAbsScaler`, without clipping) followed by
-one, each teacher's decision function is an affine map of the query. The
+one, each teacher's decision function is an affine map of the query. A
+Pipeline may also start with a :class:`~sklearn.compose.ColumnTransformer`
+of :class:`~sklearn.preprocessing.OneHotEncoder`, those scalers,
+``"passthrough"`` and ``"drop"`` (a DataFrame of string and numeric
+columns): then each teacher is an affine map of one common encoding of the
+query (:mod:`dpsklearn.ensemble._fused_columns`). The
 scalers are folded into the coefficients (``w . (a x + b) + c = (a w) . x +
 (w . b + c)``) and the ``k`` teachers' coefficient rows are stacked, so one
 matrix multiply per chunk of queries gives every teacher's scores. Votes
@@ -43,12 +48,20 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
+from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    StandardScaler,
+)
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
 from threadpoolctl import ThreadpoolController
 
+from .._validation import is_frame, n_rows, take_rows
+from ._fused_columns import ColumnEncoding, column_blocks
 from ._sharding import ConstantTeacher
 
 __all__ = ["FusedLinearEnsemble", "fused_ensemble", "why_not_fusable"]
@@ -85,6 +98,8 @@ def _affine_of(step):
     """``(a, b, reason)``: the scaler as ``z = a * x + b`` (a None: not affine)."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return 1.0, 0.0, None
+    if type(step) is FunctionTransformer and step.func is None:
+        return 1.0, 0.0, None  # the identity (a ColumnTransformer's passthrough)
     if type(step) is StandardScaler:
         a = 1.0 if step.scale_ is None else 1.0 / np.asarray(step.scale_, float)
         b = (
@@ -108,15 +123,21 @@ def _linear_parts(teacher):
     """Decompose a fitted teacher, or say why it cannot be fused.
 
     Returns ``(parts, reason)`` with ``parts = (classes, W, C, P, Q,
-    n_steps)``: global class indices, folded coefficients ``(n_rows, d)``
-    and intercepts, and the error-bound terms ``P = ||a w||_2`` and
-    ``Q = sum |b w| + |c|`` per row.
+    n_steps, blocks)``: global class indices, folded coefficients
+    ``(n_rows, d)`` and intercepts, the error-bound terms ``P = ||a w||_2``
+    and ``Q = sum |b w| + |c|`` per row, the number of affine steps, and the
+    blocks of a leading ColumnTransformer (None without one; then ``W`` is
+    on the input columns, else on the transformer's output columns with its
+    scalers folded in).
     """
     steps = []
     final = teacher
+    front = None
     if isinstance(teacher, Pipeline):
         steps = [step for _, step in teacher.steps[:-1]]
         final = teacher.steps[-1][1]
+        if steps and isinstance(steps[0], ColumnTransformer):
+            front, steps = steps[0], steps[1:]
     if type(final).predict not in _LINEAR_PREDICTS or not hasattr(final, "coef_"):
         return None, f"{type(final).__name__} is not a linear classifier"
     # Teachers are fitted on 1-D class indices, so they are never multilabel.
@@ -134,7 +155,17 @@ def _linear_parts(teacher):
     # Fold the scalers, first to last: z_i = a_i * z_{i-1} + b_i.
     scale = np.ones(coef.shape[1])  # A: product of the a's
     shift = np.zeros(coef.shape[1])  # composed b
-    abs_shift = np.zeros(coef.shape[1])  # bound on |b| through the chain
+    blocks = None
+    if front is not None:
+        # The column transformer's own scalers come first in the chain.
+        blocks, reason = column_blocks(front, _affine_of)
+        if reason is not None:
+            return None, reason
+        for block in blocks:
+            if block.kind == "numeric":
+                scale[block.output] = block.scale
+                shift[block.output] = block.shift
+    abs_shift = np.abs(shift)  # bound on |b| through the chain
     for step in steps:
         a, b, reason = _affine_of(step)
         if reason is not None:
@@ -146,11 +177,17 @@ def _linear_parts(teacher):
     C = coef @ shift + intercept
     P = np.sqrt(np.einsum("rj,rj->r", W, W))
     Q = np.abs(coef) @ abs_shift + np.abs(intercept)
-    return (classes.astype(np.int64), W, C, P, Q, len(steps)), None
+    n_steps = len(steps) + (front is not None)
+    return (classes.astype(np.int64), W, C, P, Q, n_steps, blocks), None
 
 
 def why_not_fusable(teacher):
     """Why ``teacher`` cannot take the fused path (``None`` when it can).
+
+    Given a fitted teacher ensemble (a model with ``estimators_``), why its
+    teachers do not take the fused path together, or ``None`` when they do.
+    A model that reads probabilities rather than votes (soft labels) never
+    takes it, even when its teachers could be fused, and says so.
 
     Examples
     --------
@@ -159,6 +196,16 @@ def why_not_fusable(teacher):
     >>> why_not_fusable(DecisionTreeClassifier())
     'DecisionTreeClassifier is not a linear classifier'
     """
+    if hasattr(teacher, "estimators_") and hasattr(teacher, "_fused_ensemble_"):
+        if teacher._fused_ensemble_ is not None:
+            return None
+        if getattr(teacher, "fused", "auto") is False:
+            return "fused=False"
+        n_classes = len(getattr(teacher, "classes_", [0, 1]))
+        reason = _fuse(teacher.estimators_, n_classes)[1]
+        # Fusable teachers in a model that never built the vote path (it
+        # reads probabilities): None would claim the fused path is taken.
+        return reason or f"{type(teacher).__name__} does not count votes"
     if isinstance(teacher, ConstantTeacher):
         return None
     return _linear_parts(teacher)[1]
@@ -187,6 +234,11 @@ def fused_ensemble(teachers, n_classes):
     >>> fused_ensemble(teachers, 2).vote_counts(X, teachers).tolist()
     [[3, 0], [3, 0], [0, 3], [0, 3]]
     """
+    return _fuse(teachers, n_classes)[0]
+
+
+def _fuse(teachers, n_classes):
+    """``(fused ensemble, None)`` or ``(None, the reason)``."""
     constant = np.zeros(n_classes, dtype=np.int64)
     linear = []  # (teacher index, parts)
     for index, teacher in enumerate(teachers):
@@ -195,12 +247,31 @@ def fused_ensemble(teachers, n_classes):
             continue
         parts, reason = _linear_parts(teacher)
         if reason is not None:
-            return None
+            return None, reason
         linear.append((index, parts))
+    encoding = None
+    fronts = {parts[6] is None for _, parts in linear}
+    if len(fronts) > 1:
+        return None, "some teachers start with a ColumnTransformer and some do not"
+    if linear and linear[0][1][6] is not None:
+        front = teachers[linear[0][0]].steps[0][1]
+        encoding, maps, reason = ColumnEncoding.build(
+            [parts[6] for _, parts in linear],
+            [index for index, _ in linear],
+            getattr(front, "feature_names_in_", None),
+        )
+        if reason is not None:
+            return None, reason
+        lifted = []
+        for (index, parts), columns in zip(linear, maps, strict=True):
+            W = np.zeros((parts[1].shape[0], encoding.n_columns))
+            W[:, columns] = parts[1]
+            lifted.append((index, (parts[0], W, *parts[2:])))
+        linear = lifted
     n_features = {parts[1].shape[1] for _, parts in linear}
     if len(n_features) > 1:
-        return None
-    return FusedLinearEnsemble(linear, constant, n_classes)
+        return None, "the teachers disagree on n_features"
+    return FusedLinearEnsemble(linear, constant, n_classes, encoding), None
 
 
 class _Group:
@@ -230,6 +301,9 @@ class FusedLinearEnsemble:
     constant : int ndarray of shape (n_classes,)
         Votes of constant teachers per class.
     n_classes : int
+    encoding : ColumnEncoding, default=None
+        The common encoding of teachers that start with a ColumnTransformer
+        (their coefficients are on its columns).
 
     Attributes
     ----------
@@ -238,7 +312,8 @@ class FusedLinearEnsemble:
         multiclass teacher).
     """
 
-    def __init__(self, linear, constant, n_classes):
+    def __init__(self, linear, constant, n_classes, encoding=None):
+        self.encoding = encoding
         self.n_classes = int(n_classes)
         self.constant = np.asarray(constant, dtype=np.int64)
         self.n_linear = len(linear)
@@ -263,7 +338,7 @@ class FusedLinearEnsemble:
             group = _Group(key[0], start, ids, classes)
             self.groups.append(group)
             start = group.stop
-            for _, (_, W, C, P, Q, steps) in members:
+            for _, (_, W, C, P, Q, steps, _) in members:
                 W_rows.append(W)
                 C_rows.append(C)
                 P_rows.append(P)
@@ -293,7 +368,7 @@ class FusedLinearEnsemble:
 
         Parameters
         ----------
-        X : ndarray or sparse matrix of shape (n_queries, n_features)
+        X : ndarray, DataFrame or sparse matrix of shape (n_queries, ...)
             Validated query rows.
         teachers : list of estimators
             The teachers this ensemble was built from (used only to
@@ -303,26 +378,50 @@ class FusedLinearEnsemble:
         -------
         counts : int64 ndarray of shape (n_queries, n_classes)
         """
-        n_queries = X.shape[0]
+        n_queries = n_rows(X)
         counts = np.empty((n_queries, self.n_classes), dtype=np.int64)
         counts[:] = self.constant
         if self.n_linear == 0 or n_queries == 0:
             return counts
-        tol = self._tolerance(X.dtype)
         rows_per_chunk = max(1, _BLOCK_ENTRIES // max(1, self.n_columns))
-        is_sparse = sparse.issparse(X)
         with _single_threaded_blas():
             for start in range(0, n_queries, rows_per_chunk):
                 stop = min(n_queries, start + rows_per_chunk)
-                X_chunk = X[start:stop]  # as given: near ties are redone on it
-                X_float = X_chunk if is_sparse else np.asarray(X_chunk, np.float64)
+                X_chunk = take_rows(X, slice(start, stop))  # as given: near ties
+                X_float, dtype = self._encode(X_chunk, teachers)  # are redone on it
                 scores = safe_sparse_dot(X_float, self.coef, dense_output=True)
                 scores += self.intercept
                 norms = row_norms(X_float)
                 self._count_chunk(
-                    scores, norms, tol, counts[start:stop], X_chunk, teachers
+                    scores,
+                    norms,
+                    self._tolerance(dtype),
+                    counts[start:stop],
+                    X_chunk,
+                    teachers,
                 )
         return counts
+
+    def _encode(self, X_chunk, teachers):
+        """The numbers the coefficients apply to, and the float dtype for the bound."""
+        if self.encoding is None:
+            if sparse.issparse(X_chunk):
+                return X_chunk, X_chunk.dtype
+            if is_frame(X_chunk):
+                dtypes = [d for d in X_chunk.dtypes if np.dtype(d).kind == "f"]
+                dtype = max(dtypes, key=lambda d: np.finfo(d).eps, default=np.float64)
+            else:
+                dtype = X_chunk.dtype
+            return np.asarray(X_chunk, np.float64), dtype
+        encoded, dtype = self.encoding.transform(X_chunk)
+        rows, teacher_ids = self.encoding.unknown_to(encoded)
+        for teacher_id in np.unique(teacher_ids):
+            # A category unknown to a teacher that refuses unknowns: it
+            # raises here, as on the per-teacher path.
+            teachers[int(teacher_id)].predict(
+                take_rows(X_chunk, rows[teacher_ids == teacher_id])
+            )
+        return encoded, dtype
 
     def _count_chunk(self, scores, norms, tol, counts, X_chunk, teachers):
         # Candidates for a rounding-sensitive vote, per (row, column): the
@@ -391,7 +490,9 @@ class FusedLinearEnsemble:
         bounds = np.flatnonzero(np.r_[True, teacher_ids[1:] != teacher_ids[:-1], True])
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             teacher = teachers[int(teacher_ids[lo])]
-            own = np.asarray(teacher.predict(X_chunk[rows[lo:hi]]), dtype=np.int64)
+            own = np.asarray(
+                teacher.predict(take_rows(X_chunk, rows[lo:hi])), dtype=np.int64
+            )
             changed = own != fused_vote[lo:hi]
             if changed.any():
                 r = rows[lo:hi][changed]

@@ -184,8 +184,8 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
                 "PrivatePredictionClassifier."
             )
 
-    def _validate_training(self, X, y):
-        X, y = self._validate_rows(X, y)
+    def _validate_training(self, X, y, teacher):
+        X, y = self._validate_private(X, y, teacher)
         check_classification_targets(y)
         return X, y
 
@@ -230,7 +230,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_proba(self._validate_rows(X, reset=False))
+        return self.student_.predict_proba(self._validate_query(X))
 
     @available_if(student_has("predict_log_proba"))
     def predict_log_proba(self, X):
@@ -245,7 +245,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         log_proba : ndarray of shape (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.predict_log_proba(self._validate_rows(X, reset=False))
+        return self.student_.predict_log_proba(self._validate_query(X))
 
     @available_if(student_has("decision_function"))
     def decision_function(self, X):
@@ -260,7 +260,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         scores : ndarray of shape (n_queries,) or (n_queries, n_classes)
         """
         check_is_fitted(self)
-        return self.student_.decision_function(self._validate_rows(X, reset=False))
+        return self.student_.decision_function(self._validate_query(X))
 
 
 def _check_can_rank(student):

@@ -25,9 +25,10 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import keeps_live_model
+from .._base import RefusesSeveredCopies, keeps_live_model
+from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
 
 __all__ = ["BaseKnowledgeTransfer"]
@@ -62,7 +63,7 @@ def predict_accepts_abstained(teacher):
     return "return_abstained" in parameters
 
 
-class BaseKnowledgeTransfer(BaseEstimator):
+class BaseKnowledgeTransfer(RefusesSeveredCopies, BaseEstimator):
     """The fit and the free predictions of a student taught by a private teacher.
 
     Subclasses define ``_default_teacher``, ``_default_student``,
@@ -88,11 +89,21 @@ class BaseKnowledgeTransfer(BaseEstimator):
         # (The subclasses set poor_score: their mixin adds its tags after this.)
         tags = super().__sklearn_tags__()
         try:
-            tags.non_deterministic = get_tags(self._teacher()).non_deterministic
+            teacher_tags = get_tags(self._teacher())
         except Exception:  # not an estimator: fit will say so
             tags.non_deterministic = True
-        tags.input_tags.sparse = False
+            return tags
+        tags.non_deterministic = teacher_tags.non_deterministic
+        # X reaches the teacher's teachers, X_public them and the student.
+        tags.input_tags.sparse = teacher_tags.input_tags.sparse
+        tags.input_tags.allow_nan = self._public_rows_allow_nan(
+            self._teacher(), self._student()
+        )
         return tags
+
+    @staticmethod
+    def _public_rows_allow_nan(teacher, student):
+        return accepts_nan(teacher) and accepts_nan(student)
 
     def _warn_if_teacher_fitted(self):
         # The teacher *parameter* is kept (scikit-learn keeps parameters as
@@ -112,23 +123,62 @@ class BaseKnowledgeTransfer(BaseEstimator):
         )
 
     # -- validation: one place for the rows of every knowledge-transfer student
-    def _validate_rows(self, X, y="no_validation", *, reset=True):
-        """``validate_data`` of the private rows (with ``y``) or of other rows."""
+    def _validate_rows(
+        self, X, y="no_validation", *, reset=True, allow_nan=False, consumer
+    ):
+        """The private rows (with ``y``) or other rows, as their consumer takes them.
+
+        ``X`` reaches the teacher (and the student) as given: DataFrames, text
+        and sparse matrices pass (:func:`dpsklearn._validation.validate_input`).
+        """
         if isinstance(y, str) and y == "no_validation":
-            return validate_data(self, X, reset=reset)
-        return validate_data(self, X, y, reset=reset, **self._target_validation)
+            return validate_input(
+                self, X, reset=reset, allow_nan=allow_nan, consumer=consumer
+            )
+        return validate_input(
+            self,
+            X,
+            y,
+            reset=reset,
+            allow_nan=allow_nan,
+            consumer=consumer,
+            **self._target_validation,
+        )
+
+    def _validate_private(self, X, y, teacher):
+        """The private rows as the teacher takes them."""
+        return self._validate_rows(
+            X,
+            y,
+            allow_nan=accepts_nan(teacher),
+            consumer=f"the teacher ({type(teacher).__name__})",
+        )
+
+    def _validate_query(self, X):
+        """Query rows as the student takes them (free: nothing is spent)."""
+        return self._validate_rows(
+            X,
+            reset=False,
+            allow_nan=accepts_nan(self.student_),
+            consumer=f"the student ({type(self.student_).__name__})",
+        )
 
     #: Extra ``validate_data`` arguments for ``y`` (``y_numeric`` for regressors).
     _target_validation: dict = {}
 
-    def _validate_public(self, X_public):
+    def _validate_public(self, X_public, teacher, student):
         try:
-            X_public = self._validate_rows(X_public, reset=False)
-        except ValueError as exc:
-            raise ValueError(f"X_public is not valid for this model: {exc}") from exc
-        if X_public.shape[0] == 0:
-            raise ValueError("X_public has no rows.")
-        return X_public
+            return self._validate_rows(
+                X_public,
+                reset=False,
+                allow_nan=self._public_rows_allow_nan(teacher, student),
+                consumer=(
+                    f"the teacher ({type(teacher).__name__}) or the student "
+                    f"({type(student).__name__})"
+                ),
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"X_public is not valid for this model: {exc}") from exc
 
     @keeps_live_model
     def fit(self, X, y, X_public=None):
@@ -162,10 +212,10 @@ class BaseKnowledgeTransfer(BaseEstimator):
                 "X_public is required: the public, unlabelled rows that the "
                 "private teacher labels for the student."
             )
-        X, y = self._validate_training(X, y)
-        X_public = self._validate_public(X_public)
+        X, y = self._validate_training(X, y, teacher)
+        X_public = self._validate_public(X_public, teacher, student)
 
-        n_public = X_public.shape[0]
+        n_public = n_rows(X_public)
         n_queries = self._resolve_n_queries(teacher, n_public)
         if self.query_strategy == "uncertainty":
             self._check_can_rank(student)
@@ -191,7 +241,7 @@ class BaseKnowledgeTransfer(BaseEstimator):
                 "the teacher labelled none of the public rows (all abstained or "
                 "unanswered); there is nothing to fit the student on."
             )
-        student.fit(X_public[asked[keep]], labels[keep])
+        student.fit(take_rows(X_public, asked[keep]), labels[keep])
         self.student_ = student
         self.n_public_labelled_ = int(keep.sum())
         self.n_public_abstained_ = int(len(asked) - keep.sum())
@@ -228,7 +278,7 @@ class BaseKnowledgeTransfer(BaseEstimator):
         sample of the rows not yet asked.
         """
         sizes = [len(part) for part in np.array_split(np.arange(n_queries), n_rounds)]
-        asked = np.zeros(X_public.shape[0], dtype=bool)
+        asked = np.zeros(n_rows(X_public), dtype=bool)
         known_rows, known_labels = [], []
         for size in sizes:
             candidates = np.flatnonzero(~asked)
@@ -237,9 +287,9 @@ class BaseKnowledgeTransfer(BaseEstimator):
                 rows = np.concatenate(known_rows)
                 priority = self._priority(
                     student,
-                    X_public[rows],
+                    take_rows(X_public, rows),
                     np.concatenate(known_labels),
-                    X_public[candidates],
+                    take_rows(X_public, candidates),
                     rng,
                 )
             if priority is not None:
@@ -264,7 +314,9 @@ class BaseKnowledgeTransfer(BaseEstimator):
         chosen = next(rounds_iter)
         while True:
             try:
-                released, abstain = self._released_labels(teacher, X_public[chosen])
+                released, abstain = self._released_labels(
+                    teacher, take_rows(X_public, chosen)
+                )
                 exhausted = None
             except BudgetExhaustedError as err:
                 exhausted = err
@@ -312,4 +364,4 @@ class BaseKnowledgeTransfer(BaseEstimator):
         y_pred : ndarray of shape (n_queries,)
         """
         check_is_fitted(self)
-        return self.student_.predict(self._validate_rows(X, reset=False))
+        return self.student_.predict(self._validate_query(X))

@@ -28,7 +28,7 @@ from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval
 
 from .._base import PrivateEstimatorMixin
-from .._validation import check_regression_targets
+from .._validation import check_regression_targets, n_rows, take_rows
 from ._knowledge_transfer_base import (
     KNOWLEDGE_TRANSFER_CONSTRAINTS,
     BaseKnowledgeTransfer,
@@ -187,8 +187,8 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
                 "PrivatePredictionRegressor or SoftLabelPrivateRegressor."
             )
 
-    def _validate_training(self, X, y):
-        return self._validate_rows(X, check_regression_targets(y))
+    def _validate_training(self, X, y, teacher):
+        return self._validate_private(X, check_regression_targets(y), teacher)
 
     @staticmethod
     def _released_labels(teacher, X):
@@ -209,9 +209,9 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         n_known = len(y_known)
         if n_known < 2:
             return None
-        predictions = np.empty((self.n_bootstrap, X_candidates.shape[0]))
+        predictions = np.empty((self.n_bootstrap, n_rows(X_candidates)))
         for b in range(self.n_bootstrap):
             rows = rng.randint(0, n_known, n_known)
-            fitted = clone(student).fit(X_known[rows], y_known[rows])
+            fitted = clone(student).fit(take_rows(X_known, rows), y_known[rows])
             predictions[b] = np.ravel(fitted.predict(X_candidates))
         return -predictions.std(axis=0)

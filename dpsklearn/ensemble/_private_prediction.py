@@ -17,12 +17,12 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._base import PublicLabelsMixin, keeps_live_model
+from .._validation import take_rows
 from ..mechanisms import GNMax, SoftMajority
 from ..noise import project_to_simplex
 from ..planning import private_prediction_r
@@ -38,16 +38,6 @@ PRIVATE_PREDICTION_CONSTRAINTS = {
     "max_queries": [Interval(Integral, 1, None, closed="left"), None],
     "calibration": [StrOptions({"auto", "basic", "zcdp", "rdp"})],
 }
-
-
-def check_dense(estimator, X):
-    """Refuse sparse input: the release cache keys query rows by their values."""
-    if sparse.issparse(X):
-        raise TypeError(
-            f"{type(estimator).__name__} does not accept sparse input (its "
-            "release cache keys query rows by value); pass a dense array, "
-            "e.g. X.toarray()."
-        )
 
 
 class _PrivatePredictionBase(TeacherEnsembleMixin):
@@ -69,15 +59,12 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             state,
             method,
             X.shape[0],
-            lambda rows: statistic(X[rows]),
+            lambda rows: statistic(take_rows(X, rows)),
             finish,
             fields=cache.fields,
             keys=row_keys(X),
         )
         return answers
-
-    def _validate_query(self, X):
-        return super()._validate_query(X, accept_sparse=False)
 
 
 def _teachers_have(method):
@@ -160,7 +147,13 @@ class PrivatePredictionClassifier(
     max_queries : int, default=1000
         ``m``: query units the budget pays for (part of the guarantee;
         ``None`` is refused). The unit after the last raises
-        :class:`BudgetExhaustedError`.
+        :class:`BudgetExhaustedError`. Cost per new distinct row (a row
+        already released by the same method is free): ``predict`` 1;
+        ``predict_proba`` 4 under ``calibration_`` ``"zcdp"`` or ``"rdp"``
+        and 1 under ``"basic"`` (``proba_cost_``); under ``mechanism=
+        "gnmax"`` 1 for either method, shared (a row ``predict`` released is
+        free for ``predict_proba`` and vice versa); ``score`` is ``predict``
+        on its rows.
     calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         Composition that turns the total into ``eps_q``
         (:func:`~dpsklearn.accounting.per_release_epsilon`); ``"auto"`` takes
@@ -308,8 +301,6 @@ class PrivatePredictionClassifier(
         self.verbose = verbose
         self.mechanism = mechanism
 
-    _sparse_input = False  # the release cache keys rows by value
-
     # -- fit -----------------------------------------------------------------
     def _resolve_k(self, n_samples, epsilon_per_query):
         if self.n_estimators != "auto":
@@ -351,7 +342,6 @@ class PrivatePredictionClassifier(
         gnmax = self.mechanism == "gnmax"
         if gnmax:
             self._check_gnmax_parameters()
-        check_dense(self, X)
         X, y_encoded, classes = self._validate_classification_data(X, y)
         n_samples, n_classes = X.shape[0], len(classes)
         self._check_epsilon_delta(n_samples, delta_positive=gnmax)

@@ -14,17 +14,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import validate_data
 
 from .._base import keeps_live_model
 from .._validation import check_regression_targets, check_target_range
 from ..mechanisms import clipped_mean_release
 from ..serving import ReleaseCache
-from ._private_prediction import (
-    PRIVATE_PREDICTION_CONSTRAINTS,
-    _PrivatePredictionBase,
-    check_dense,
-)
+from ._private_prediction import PRIVATE_PREDICTION_CONSTRAINTS, _PrivatePredictionBase
 from ._sharding import teacher_outputs
 
 __all__ = ["PrivatePredictionRegressor"]
@@ -76,6 +71,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         In [0, 1); ``0`` allows only basic composition.
     max_queries : int, default=1000
         Rows the budget pays for (part of the guarantee; ``None`` refused).
+        ``predict`` (and ``score``) costs 1 unit per new distinct row; a row
+        asked again is answered from the release cache, free.
     calibration : {"auto", "basic", "zcdp", "rdp", "gaussian"}, default="auto"
         ``"basic"``, ``"zcdp"``, ``"rdp"``: grid Laplace at the per-query
         epsilon of that split (:func:`~dpsklearn.accounting.per_release_epsilon`,
@@ -187,8 +184,6 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     def _base_estimator(self):
         return Ridge() if self.estimator is None else self.estimator
 
-    _sparse_input = False  # the release cache keys rows by value
-
     @keeps_live_model
     def fit(self, X, y):
         """Train the teachers on disjoint shards and reserve the whole budget.
@@ -204,9 +199,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         """
         self._validate_params()
         self._check_max_queries()
-        check_dense(self, X)
         y = check_regression_targets(y)
-        X, y = validate_data(self, X, y, y_numeric=True)
+        X, y = self._validate_input(X, y, y_numeric=True)
         lo, hi = check_target_range(self.target_range, y, type(self).__name__, 4)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=False)

@@ -9,6 +9,8 @@ does, each task carrying only its shards' rows; under
 cluster. Every teacher gets its own integer seed from one
 :class:`numpy.random.SeedSequence`, so the fitted teachers do not depend on
 ``n_jobs`` or on the backend (``docs/design.rst``, "Shards and teachers").
+Rows are taken by :func:`~dpsklearn._validation.take_rows`, so the teachers
+see ``X`` in the form the user gave it (a DataFrame's shard is a DataFrame).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from joblib import effective_n_jobs
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
+
+from .._validation import n_rows, take_rows
 
 __all__ = [
     "ConstantTeacher",
@@ -79,10 +83,10 @@ class ConstantTeacher:
         self.classes_ = np.arange(n_classes)
 
     def predict(self, X):
-        return np.full(X.shape[0], self.class_index, dtype=np.int64)
+        return np.full(n_rows(X), self.class_index, dtype=np.int64)
 
     def predict_proba(self, X):
-        proba = np.zeros((X.shape[0], self.n_classes))
+        proba = np.zeros((n_rows(X), self.n_classes))
         proba[:, self.class_index] = 1.0
         return proba
 
@@ -110,7 +114,7 @@ def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes
                 teachers.append(ConstantTeacher(present[0], n_classes))
                 continue
         teacher = _set_random_states(clone(estimator), seed)
-        teacher.fit(X_rows[shard], y_shard)
+        teacher.fit(take_rows(X_rows, shard), y_shard)
         teachers.append(teacher)
     return teachers
 
@@ -124,7 +128,9 @@ def fit_teachers(
     ----------
     estimator : estimator
         Unfitted base estimator.
-    X : array-like or sparse matrix of shape (n_samples, n_features)
+    X : array, DataFrame or sparse matrix of shape (n_samples, ...)
+        Validated rows, in the form the teachers take (a DataFrame, a 1-D
+        array of documents, ...): each teacher gets its shard's rows of it.
     y : ndarray of shape (n_samples,)
         For classifiers, class indices into the global ``classes_`` (so every
         teacher's vote maps onto the global classes).
@@ -150,7 +156,12 @@ def fit_teachers(
         local = [np.arange(offsets[j], offsets[j + 1]) for j in range(len(batch))]
         tasks.append(
             delayed(_fit_teacher_batch)(
-                estimator, X[rows], y[rows], local, [seeds[i] for i in batch], n_classes
+                estimator,
+                take_rows(X, rows),
+                y[rows],
+                local,
+                [seeds[i] for i in batch],
+                n_classes,
             )
         )
     results = Parallel(n_jobs=n_jobs, verbose=verbose)(tasks)
@@ -170,10 +181,10 @@ def teacher_outputs(teachers, X, method="predict", *, width=1):
     ``(n_teachers, chunk_rows, width)`` for ``predict_proba``. Input was
     validated once by the caller, so the teachers skip their finiteness check.
     """
-    n_queries = X.shape[0]
+    n_queries = n_rows(X)
     with config_context(assume_finite=True):
         for rows in _query_chunks(n_queries, len(teachers), width):
-            X_chunk = X[rows]
+            X_chunk = take_rows(X, rows)
             yield rows, np.stack([getattr(t, method)(X_chunk) for t in teachers])
 
 
@@ -213,11 +224,11 @@ def teacher_class_probabilities(teachers, X, n_classes):
     >>> proba.shape, proba[1, 0].tolist()
     ((2, 2, 3), [0.0, 0.0, 1.0])
     """
-    n_queries = X.shape[0]
+    n_queries = n_rows(X)
     with config_context(assume_finite=True):
         for rows in _query_chunks(n_queries, len(teachers), n_classes):
-            X_chunk = X[rows]
-            out = np.zeros((len(teachers), X_chunk.shape[0], n_classes))
+            X_chunk = take_rows(X, rows)
+            out = np.zeros((len(teachers), n_rows(X_chunk), n_classes))
             for index, teacher in enumerate(teachers):
                 proba = np.asarray(teacher.predict_proba(X_chunk), dtype=np.float64)
                 out[index][:, _class_columns(teacher, proba.shape[1])] = proba

@@ -17,15 +17,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from .._base import keeps_live_model
-from .._validation import check_regression_targets, check_target_range
+from .._validation import check_regression_targets, check_target_range, take_rows
 from ..mechanisms import SoftLabelTest
 from ..mechanisms._stability import _n_bins
 from ..serving import ReleaseCache, row_keys, serve
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
-from ._private_prediction import check_dense
 from ._sharding import teacher_outputs
 
 __all__ = ["SoftLabelPrivateRegressor"]
@@ -77,7 +75,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         Bin width; ``1/gamma`` must be an integer >= 2.
     max_queries : int, default=None
         Operational cap on distinct query rows (not part of the guarantee,
-        except under ``calibration="gaussian"``).
+        except under ``calibration="gaussian"``). ``predict`` (and ``score``)
+        costs 1 unit per new distinct row; a row asked again is answered from
+        the release cache, free.
     max_unstable : int, default=100
         ``T``: the model halts when ``c`` reaches it.
     calibration : {"auto", "laplace", "paper", "exact", "pure", "gaussian"}, \
@@ -212,8 +212,6 @@ default="auto"
     def _base_estimator(self):
         return Ridge() if self.estimator is None else self.estimator
 
-    _sparse_input = False  # the release cache keys rows by value
-
     # -- fit -----------------------------------------------------------------
     def _validate_soft_label_source(self):
         """``"predict_proba"`` for a classifier base, ``"predict"`` for a regressor."""
@@ -232,9 +230,9 @@ default="auto"
     def _validate_targets(self, X, y, method):
         if method == "predict":
             y = check_regression_targets(y)
-            X, y = validate_data(self, X, y, y_numeric=True)
+            X, y = self._validate_input(X, y, y_numeric=True)
             return X, y, check_target_range(self.target_range, y, type(self).__name__)
-        X, y = validate_data(self, X, y)
+        X, y = self._validate_input(X, y)
         labels = np.unique(y)
         if not np.all(np.isin(labels, [0, 1])):
             raise ValueError(
@@ -266,7 +264,6 @@ default="auto"
         self._validate_params()
         n_bins = _n_bins(self.gamma)
         method = self._validate_soft_label_source()
-        check_dense(self, X)
         X, y, (lo, hi) = self._validate_targets(X, y, method)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
@@ -371,14 +368,14 @@ default="auto"
             ``max_queries`` part-way and ``on_exhausted="raise"``;
             ``partial_predictions`` holds the answers already paid for.
         """
-        X = self._validate_query(X, accept_sparse=False)
+        X = self._validate_query(X)
         lo, hi = self.target_range_
         method = self.soft_label_method_
         values, abstained = serve(
             self._serving_state_,
             "predict",
             X.shape[0],
-            lambda rows: self._soft_labels(X[rows], method, (lo, hi)),
+            lambda rows: self._soft_labels(take_rows(X, rows), method, (lo, hi)),
             lambda v: lo + v["value"] * (hi - lo),
             fields=_FIELDS,
             keys=row_keys(X),

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import PublicLabelsMixin, keeps_live_model
-from .._validation import check_abstain_label, output_dtype
+from .._validation import check_abstain_label, output_dtype, take_rows
 from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
 from ..planning._stability_plan import plan_stability_test
 from ..serving import serve
@@ -88,6 +88,9 @@ class SubsampleAggregateClassifier(
         needs it (it bounds the queries one instance can see). Required by
         ``"confident_gnmax"``, whose guarantee charges every one of these
         queries. ``n_estimators="auto"`` plans for it (1,000 when None).
+        ``predict`` (and ``score``) costs 1 unit per query row, a repeated
+        row included (no release cache: a row asked again is a new query of
+        the test).
     max_unstable : int or "auto", default=100
         ``T``: how many failed stability tests the budget pays for.
         ``"auto"``: the planner's choice
@@ -329,7 +332,8 @@ class SubsampleAggregateClassifier(
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_samples rows
+            Private rows, passed to the teachers as given.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -494,8 +498,8 @@ class SubsampleAggregateClassifier(
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_queries, n_features)
-            Public query points.
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_queries rows
+            Public query points, in the form of the training rows.
         return_abstained : bool, default=False
             Also return a boolean mask of the rows answered with
             ``abstain_label``.
@@ -531,7 +535,7 @@ class SubsampleAggregateClassifier(
             state,
             "predict",
             X.shape[0],
-            lambda rows: self._vote_counts(X[rows]),
+            lambda rows: self._vote_counts(take_rows(X, rows)),
             labels_of,
             fields=_FIELDS,
         )

@@ -60,13 +60,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import (
+from .._base import PrivateEstimatorMixin, PublicLabelsMixin, keeps_live_model
+from .._validation import (
     ACCEPT_SPARSE,
-    PrivateEstimatorMixin,
-    PublicLabelsMixin,
-    keeps_live_model,
+    accepts_nan,
+    check_regression_targets,
+    naming_empty_input,
 )
-from .._validation import check_regression_targets
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import ExponentialSelection
 from ._hypotheses import (
@@ -83,6 +83,26 @@ _HYPOTHESES_CONSTRAINT = [list, tuple, HasMethods(["bind"]), None]
 
 class _ERMMixin(PrivateEstimatorMixin):
     """Fit steps shared by the classifier and the regressor."""
+
+    def _given_hypotheses(self):
+        return isinstance(self.hypotheses, (list, tuple))
+
+    def _input_allows_nan(self):
+        return self._given_hypotheses() and all(
+            accepts_nan(h) for h in self.hypotheses
+        )
+
+    def _input_consumer(self):
+        return "a hypothesis" if self._given_hypotheses() else "the hypothesis space"
+
+    def _validate_input(self, X, y="no_validation", *, reset=True, **kwargs):
+        """Given hypotheses read ``X`` as given; a hypothesis space reads numbers."""
+        if self._given_hypotheses():
+            return super()._validate_input(X, y, reset=reset, **kwargs)
+        with naming_empty_input():
+            return validate_data(
+                self, X, y, reset=reset, accept_sparse=ACCEPT_SPARSE, **kwargs
+            )
 
     def _select(self, X, bound, loss, **fitted):
         """Reserve the budget, score every hypothesis, sample one, spend."""
@@ -119,7 +139,7 @@ class _ERMMixin(PrivateEstimatorMixin):
         y_pred : ndarray of shape (n_queries,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse=ACCEPT_SPARSE)
+        X = self._validate_input(X, reset=False)
         return np.asarray(_predict_with(self.hypothesis_, X))
 
 
@@ -375,7 +395,7 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
         """
         self._validate_params()
         y = check_regression_targets(y)
-        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True)
+        X, y = self._validate_input(X, y, y_numeric=True)
         self._check_finite_epsilon()
         is_list = isinstance(self.hypotheses, (list, tuple))
         leaf_values = None

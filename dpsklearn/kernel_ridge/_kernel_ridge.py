@@ -37,8 +37,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin, keeps_live_model
-from .._validation import check_regression_targets, warn_if_delta_large
+from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
 from ..accounting import PER_RELEASE_CALIBRATIONS
 from ..ensemble._sharding import fit_teachers, partition_indices
 from ..exceptions import PrivacyLeakWarning
@@ -172,8 +172,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         the pure-DP high-dimensional Laplace.
     max_queries : int, default=1000
         ``release="predictions"``: the number of prediction rows the budget
-        pays for (part of the guarantee; ``None`` is refused). Ignored by
-        ``release="model"``.
+        pays for (part of the guarantee; ``None`` is refused): ``predict``
+        (and ``score``) costs 1 unit per row. Ignored by ``release="model"``
+        (its predictions are free).
     calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
         How ``release="predictions"`` splits the budget over ``max_queries``
         pure-DP releases (:func:`~dpsklearn.accounting.per_release_epsilon`

@@ -36,8 +36,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import ACCEPT_SPARSE, PrivateEstimatorMixin, keeps_live_model
-from .._validation import DELTA_POSITIVE, FINITE_POSITIVE
+from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._validation import ACCEPT_SPARSE, DELTA_POSITIVE, FINITE_POSITIVE
 from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError

@@ -17,9 +17,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._validation import take_rows
 from ..ensemble._sharding import partition_indices
 from ..mechanisms import ChunkedQueries
 from ..serving import serve
@@ -204,12 +205,14 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.noise_random_state = noise_random_state
 
-    _sparse_input = False
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = False
+        tags.input_tags.string = True  # the query functions get X as given
         return tags
+
+    def _input_consumer(self):
+        return "a query function (it must not raise on a private row)"
 
     @keeps_live_model
     def fit(self, X, y=None):
@@ -217,7 +220,11 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_samples rows
+            Kept as given: each query function gets its chunk's rows of it
+            (a DataFrame's rows as a DataFrame). NaN and infinity are
+            refused (a query function that raised on them would release
+            something about a private row).
         y : array-like of shape (n_samples,), default=None
             Passed to the query functions with ``X`` (``None`` if not given).
 
@@ -227,9 +234,9 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         if y is None:
-            X = validate_data(self, X)
+            X = self._validate_input(X)
         else:
-            X, y = validate_data(self, X, y, multi_output=True)
+            X, y = self._validate_input(X, y, multi_output=True)
         n_samples = X.shape[0]
         self._check_finite_epsilon()
         if self.n_queries > n_samples:
@@ -273,14 +280,14 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
             # raises: an error could depend on the private rows.
             i = state.n_served
             chunk = self._chunks_[i]
-            X = self._X_[chunk]
+            X = take_rows(self._X_, chunk)
             y = None if self._y_ is None else self._y_[chunk]
             try:
-                values = _unit_values(query(X, y), X.shape[0], "query function")
+                values = _unit_values(query(X, y), len(chunk), "query function")
             except BaseException:
                 state.n_served += 1
                 raise
-            return reduce(values), X.shape[0]
+            return reduce(values), len(chunk)
 
         answers, _ = serve(
             state,

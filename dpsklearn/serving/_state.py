@@ -11,7 +11,8 @@ Copies. A copy made by pickle or :func:`copy.deepcopy` draws fresh noise
 (the engine's :class:`~dpsklearn.noise.NoiseSource` reseeds) unless
 ``noise_random_state`` fixed it: a copy that replayed the original's noise
 would let anyone cancel it. Without a ledger such a copy carries a second,
-independent budget.
+independent budget, and the first copy of a model says so with a
+:class:`~dpsklearn.BudgetCopyWarning`.
 
 Durability. Bound to a :class:`~dpsklearn.PrivacyLedger` record
 (:meth:`ServingState.bind_ledger`, at ``fit``), ``with state.serving():``
@@ -26,7 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 
+from ..exceptions import BudgetCopyWarning
 from ._status import BudgetStatus
 
 __all__ = ["ServingState"]
@@ -76,6 +79,7 @@ class ServingState:
 
     ledger_binding = None
     _ledger_version = None
+    _copy_warned = False
 
     def __init__(
         self,
@@ -247,9 +251,25 @@ class ServingState:
 
     def __getstate__(self):
         with self.lock:
+            self._warn_copy()
             state = self.__dict__.copy()
         del state["lock"]
         return state
+
+    def _warn_copy(self):
+        """Pickle and deepcopy: say once that an in-memory copy has its own budget."""
+        if self._copy_warned or self.ledger_binding is not None or self.engine is None:
+            return  # warned; kept in a ledger; or released at fit (publishable)
+        self._copy_warned = True
+        warnings.warn(
+            f"copying a fitted {self.label or 'model'} (pickle, deepcopy, "
+            "joblib.dump) whose serving state is in memory: the copy carries a "
+            "second, independent budget, so the original and the copy together "
+            "can release up to twice what (epsilon, delta) pays for. Fit with a "
+            "PrivacyLedger as the accountant to keep one state across copies.",
+            BudgetCopyWarning,
+            stacklevel=4,
+        )
 
     def __setstate__(self, state):
         self.__dict__.update(state)
