@@ -98,6 +98,7 @@ def load_diamonds(*, return_X_y=False, as_frame=False):
         target : {ndarray, Series} of shape (53940,)
             ``log(price)``.
         feature_names : list of str
+            The 9 column names, as in ggplot2.
         categorical_features : list of int
             Indices of the categorical columns.
         categories : dict of str to list of str
@@ -107,8 +108,10 @@ def load_diamonds(*, return_X_y=False, as_frame=False):
         frame : DataFrame of shape (53940, 10) or None
             ``data`` and ``target`` joined if ``as_frame=True``.
         DESCR : str
+            Description of the dataset, with its citation.
 
     (data, target) : tuple if ``return_X_y`` is True
+        The ``data`` and ``target`` described above.
 
     Raises
     ------

@@ -252,9 +252,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (n_samples,)
         ``release="predictions"`` only (private): each shard's dual
         coefficients, in the order of ``X_fit_``.
-    shard_offsets_ : ndarray of shape (n_estimators_,)
+    shard_offsets_ : ndarray of shape (n_shards,)
         ``release="predictions"`` only: where each shard's rows start in
-        ``X_fit_``.
+        ``X_fit_`` (``n_shards = n_estimators_``).
     coef_ : ndarray of shape (2 * n_components,)
         ``release="model"`` only: the released, noisy weights (the noisy
         mean of the shards' weights).
