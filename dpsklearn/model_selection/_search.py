@@ -243,9 +243,11 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
     >>> X = X.clip(-4, 4)
     >>> stumps = [DecisionStumps([-4, 4], n_thresholds=t) for t in (4, 64)]
     >>> grid = {"hypotheses": stumps}
+    >>> # noise_random_state fixes the search's noise for this example only (it
+    >>> # warns): the number of runs is random, and may be zero otherwise.
     >>> search = PrivateGridSearch(
     ...     ExponentialMechanismERM(classes=[0, 1]), grid, epsilon=2.0,
-    ...     random_state=0).fit(X, y)
+    ...     random_state=0, noise_random_state=0).fit(X, y)
     >>> search.best_estimator_.predict(X[:3]).shape
     (3,)
     >>> round(search.candidate_epsilon_, 2), search.total_epsilon_ <= 2.0
