@@ -85,11 +85,14 @@ from dpsklearn import (  # noqa: E402
 )
 from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.baselines import base_rate  # noqa: E402
-from dpsklearn.mechanisms import calibrate_sparse_vector
-from dpsklearn.planning import auto_n_estimators, private_prediction_r
+from dpsklearn.planning import plan_stability_test, private_prediction_r
 
 DELTA = 1e-5
 RANDOM_STATE = 0
+# What SubsampleAggregateClassifier plans for when max_queries is unset, and its
+# default unstable_fraction (both in its docstring).
+PLANNED_QUERIES = 1000
+UNSTABLE_FRACTION = 0.05
 FULL = {
     "datasets": ["adult", "shuttle", "diamonds", "mnist5k", "digits", "breast_cancer"],
     "epsilons": [0.5, 1.0, 2.0, 4.0, 8.0],
@@ -173,11 +176,20 @@ class Runner:
 
     # -- k as the estimators' planners will choose it --------------------------
     def k_sparse_vector(self, epsilon, T, fallback):
-        share = 0.5 if fallback == "noisy_max" else 0.0
-        cal = calibrate_sparse_vector(epsilon * (1 - share), DELTA, T, "auto")
-        return auto_n_estimators(
-            self.n, self.min_per_shard, cal.noise_scale, cal.threshold
+        # The planner exactly as SubsampleAggregateClassifier(n_estimators=
+        # "auto") calls it: max_queries unset plans for 1,000 queries, and the
+        # estimator's default unstable_fraction.
+        plan = plan_stability_test(
+            self.n,
+            PLANNED_QUERIES,
+            epsilon,
+            DELTA,
+            unstable_fraction=UNSTABLE_FRACTION,
+            max_unstable=T,
+            min_samples_per_shard=self.min_per_shard,
+            fallback=fallback,
         )
+        return plan[0].n_estimators
 
     def k_data(self):
         return max(1, self.n // self.min_per_shard)
