@@ -255,8 +255,9 @@ class Runner:
         return getattr(self, "_run_" + kind)(setting, epsilon)
 
     def _sa_halt(self, model):
+        # Queries processed (answered or abstained) before the halt.
         status = model.budget_status()
-        return status.n_answered if status.halted else None
+        return status.n_served if status.halted else None
 
     def _run_sparse_vector(self, setting, epsilon):
         T, fallback = setting["T"], setting["fallback"]
@@ -320,7 +321,6 @@ class Runner:
         start = time.perf_counter()
         labels, abstained = model.predict(self.data.X_query, return_abstained=True)
         predict_s = time.perf_counter() - start
-        status = model.budget_status()
         return self.row(
             setting,
             epsilon,
@@ -328,7 +328,7 @@ class Runner:
             max_answers,
             labels,
             abstained,
-            status.n_answered if status.halted else None,
+            self._sa_halt(model),
             {
                 "teacher_vote": self.teacher_vote(model),
                 "calibration": model.calibration_,
@@ -484,7 +484,6 @@ class Runner:
         predict_s = time.perf_counter() - start
         abstained = abstained | (values == 0.5)  # the midpoint says nothing
         labels = self.classes[(values > 0.5).astype(int)]
-        status = model.budget_status()
         return self.row(
             setting,
             epsilon,
@@ -492,7 +491,7 @@ class Runner:
             T,
             labels,
             abstained,
-            status.n_answered if status.halted else None,
+            self._sa_halt(model),
             {
                 "teacher_vote": self.teacher_vote(model),
                 "calibration": model.calibration_,

@@ -398,3 +398,27 @@ def test_plan_rows_are_public_figures_in_order():
     w = [by_t[t].pop() for t in sorted(by_t)]
     assert all(a < b for a, b in itertools.pairwise(w))
     assert set(best.as_dict()) >= {"n_estimators", "threshold", "expected_answered"}
+
+
+def test_planner_takes_the_most_teachers_when_nothing_can_pass():
+    # Adult-sized data at epsilon 1: no k the data supports lets unanimous
+    # teachers clear w, so every row expects (almost) nothing to pass. The
+    # planner must not break that tie towards one teacher (whose noisy-max
+    # fallback answers at chance) but take the most teachers the data supports.
+    plan = plan_stability_test(
+        32_561, 1000, 1.0, 1e-5, unstable_fraction=0.05, max_unstable=100
+    )
+    assert max(r.expected_answered for r in plan) < 0.01
+    assert plan[0].n_estimators == max(r.n_estimators for r in plan) == 32_561 // 20
+    # The estimator follows its planner.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SubsampleAggregateClassifier(
+            epsilon=1.0,
+            max_unstable=100,
+            fallback="noisy_max",
+            classes=[0, 1],
+            min_samples_per_shard=2,
+            random_state=0,
+        ).fit(X, Y)
+    assert model.n_estimators_ == X.shape[0] // 2

@@ -49,6 +49,8 @@ __all__ = ["StabilityPlanRow", "plan_stability_test"]
 DEFAULT_MAX_UNSTABLE = (10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000)
 #: How many ``k`` are tried (geometrically spaced) when none are given.
 _N_K = 24
+# Rows whose expected answered fraction is within this of the best tie.
+_NEAR_BEST = 0.01
 
 
 @dataclass(frozen=True)
@@ -202,14 +204,17 @@ def plan_stability_test(
     plan : list of StabilityPlanRow
         Best first: by expected answered fraction; rows within 0.01 of the
         best are ordered by fewer teachers (more rows each), then smaller
-        ``T``.
+        ``T``. When no row expects even 0.01 of the queries to pass, by
+        pass probability, then the most teachers the data supports.
 
     Examples
     --------
     >>> from dpsklearn.planning import plan_stability_test
     >>> plan = plan_stability_test(32_000, 2000, 1.0, 1e-5, unstable_fraction=0.1)
-    >>> plan[0].can_pass  # Adult-sized data: nothing can pass at epsilon 1
-    False
+    >>> plan[0].expected_answered < 0.01  # Adult-sized data: almost nothing passes
+    True
+    >>> plan[0].n_estimators  # so the most teachers 32,000 rows of 20 support
+    1600
     """
     supported = max(1, int(n_samples) // int(min_samples_per_shard))
     ks = _k_grid(supported) if n_estimators is None else _as_ints(n_estimators)
@@ -234,8 +239,21 @@ def plan_stability_test(
     best = max(row.expected_answered for row in rows)
 
     def order(row):
-        near_best = row.expected_answered >= best - 0.01
-        if near_best:  # fewer teachers (more rows each), then a smaller T
+        if best < _NEAR_BEST:
+            # Nothing is expected to pass: "within 0.01 of the best" would
+            # then hold for every row and hand the tie to one teacher, whose
+            # vote can never clear w and whose noisy-max fallback answers at
+            # chance. Rank by the (tiny) pass chances, then take the most
+            # teachers the data supports (the largest distances, the best
+            # fallback), then a smaller T.
+            return (
+                -row.expected_answered,
+                -row.stable_pass_probability,
+                -row.n_estimators,
+                row.max_unstable,
+            )
+        if row.expected_answered >= best - _NEAR_BEST:
+            # Fewer teachers (more rows each), then a smaller T.
             return (0, row.n_estimators, row.max_unstable, -row.expected_answered)
         return (1, 0, 0, -row.expected_answered)
 
