@@ -744,7 +744,7 @@ def answer_rate_rows(data, epsilon, ks, log):
                     "answered": n_ans / m,
                     "acc_answered": acc_ans,
                     "acc_all": float(np.mean(answered & (labels == y_q))),
-                    "halted_after": status.n_answered if halted else None,
+                    "halted_after": status.n_served if halted else None,
                     **reference,
                     "teacher_vote": _accuracy(teacher_majority_vote(model, X_q), y_q),
                     "predicted_answered": predicted["answered"],
