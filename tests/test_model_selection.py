@@ -139,7 +139,9 @@ def test_knowledge_transfer_search_publishes_only_the_student():
     )
     kt = KnowledgeTransferClassifier(teacher, LogisticRegression())
     grid = {"teacher__n_estimators": [10, 40], "student__C": [0.1, 1.0]}
-    search = PrivateGridSearch(kt, grid, epsilon=2.0, random_state=0)
+    search = PrivateGridSearch(
+        kt, grid, epsilon=2.0, random_state=0, noise_random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         search.fit(X[:2500], y[:2500], X_public=X[2500:])
@@ -237,7 +239,11 @@ def test_regressor_search_scores_within_tolerance():
     with pytest.raises(ValueError, match="tolerance"):
         PrivateGridSearch(ridge, grid, epsilon=2.0).fit(X, y)
     search = _quiet_fit(
-        PrivateGridSearch(ridge, grid, epsilon=2.0, tolerance=40.0), X, y
+        PrivateGridSearch(
+            ridge, grid, epsilon=2.0, tolerance=40.0, noise_random_state=0
+        ),
+        X,
+        y,
     )
     assert search.best_params_["alpha"] in (0.1, 1.0)
     assert 0.0 <= search.best_score_ <= 1.05
@@ -257,7 +263,12 @@ def test_candidate_warnings_are_shown_once_whatever_the_runs(data):
     FixedRule.warn = True
     try:
         search = PrivateGridSearch(
-            FixedRule(), {"feature": [0, 1]}, epsilon=2.0, mean_runs=20, random_state=0
+            FixedRule(),
+            {"feature": [0, 1]},
+            epsilon=2.0,
+            mean_runs=20,
+            random_state=0,
+            noise_random_state=0,
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
