@@ -373,6 +373,27 @@ def largest_within(ok, lo, cap=1e6):
     return lo
 
 
+def smallest_within(ok, hi):
+    """Smallest ``x`` in ``[0, hi]`` with ``ok(x)``, for monotone ``ok`` true at ``hi``.
+
+    Bisection to ``1e-13`` relative. The result always satisfies ``ok``: the
+    inverse is taken from the safe side (rounded up), as :func:`largest_within`
+    rounds down.
+    """
+    if ok(0.0):
+        return 0.0
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 @validate_params(
     {
         "eps0": [NON_NEGATIVE],
@@ -416,15 +437,8 @@ def _kov_epsilon(eps0, k, delta):
     if delta == 0 or eps0 == 0:
         return hi
     log_target = math.log(delta)
-    if _kov_log_delta(eps0, k, 0.0) <= log_target:
-        return 0.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
-            break
-        if _kov_log_delta(eps0, k, mid) <= log_target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+
+    def ok(epsilon):
+        return _kov_log_delta(eps0, k, epsilon) <= log_target
+
+    return smallest_within(ok, hi)

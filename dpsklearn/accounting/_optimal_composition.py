@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from ._composition import _kov_log_delta, largest_within
+from ._composition import _kov_log_delta, largest_within, smallest_within
 
 __all__ = [
     "two_kind_log_delta",
@@ -143,18 +143,11 @@ def two_kind_epsilon(eps_a, k_a, eps_b, k_b, delta):
     if delta <= 0 or hi == 0.0:
         return hi
     log_target = math.log(delta)
-    if two_kind_log_delta(eps_a, k_a, eps_b, k_b, 0.0) <= log_target:
-        return 0.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
-            break
-        if two_kind_log_delta(eps_a, k_a, eps_b, k_b, mid) <= log_target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+
+    def ok(epsilon):
+        return two_kind_log_delta(eps_a, k_a, eps_b, k_b, epsilon) <= log_target
+
+    return smallest_within(ok, hi)
 
 
 @functools.lru_cache(maxsize=1024)
