@@ -17,7 +17,7 @@ its string columns: ``Pipeline(ColumnTransformer(OneHotEncoder(
 handle_unknown="ignore") on the eight string columns, StandardScaler on the
 six numeric ones), LogisticRegression(solver="liblinear"))``. The fused path
 encodes each query chunk once on the union of the teachers' categories
-(:mod:`dpsklearn.ensemble._fused_columns`); the per-teacher path runs every
+(:mod:`dpsklearn.teachers._fused_columns`); the per-teacher path runs every
 teacher's ColumnTransformer on the DataFrame.
 
 BLAS threads are limited to ``--blas-threads`` (default 1) for both paths:

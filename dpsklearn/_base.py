@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._param_validation import ValidatesParameters
 from ._validation import validate_input
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
@@ -96,7 +97,7 @@ def refuse_severed_accountant(estimator):
             value._refuse()
 
 
-class RefusesSeveredCopies:
+class RefusesSeveredCopies(ValidatesParameters):
     """``set_params`` refuses in a copy whose shared accountant stayed behind.
 
     ``GridSearchCV`` sets each candidate's parameters in the worker before

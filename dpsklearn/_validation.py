@@ -1,7 +1,7 @@
 """Parameter constraints and input checks shared by the whole package.
 
 Public functions declare their parameters with scikit-learn's
-:func:`~sklearn.utils._param_validation.validate_params` and the constraints
+:func:`~dpsklearn._param_validation.validate_params` and the constraints
 below, so every bad value is refused with a message that names the
 parameter and the allowed values, before anything is spent (see
 ``docs/privacy_contract.rst``, "Errors and warnings"). Estimators use the
@@ -33,9 +33,9 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import sparse
 from sklearn.utils import get_tags
-from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_array, validate_data
 
+from ._param_validation import Interval, validate_params
 from .exceptions import PrivacyLeakWarning
 
 __all__ = [

@@ -69,7 +69,6 @@ from dpsklearn import (
     SubsampleAggregateClassifier,
 )
 from dpsklearn.audit import audit, exact_epsilon
-from dpsklearn.ensemble import partition_indices
 from dpsklearn.mechanisms import (
     SparseVectorEngine,
     calibrate_sparse_vector,
@@ -84,6 +83,7 @@ from dpsklearn.noise import (
     exponential_mechanism,
     make_noise_generators,
 )
+from dpsklearn.teachers import partition_indices
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),

@@ -17,13 +17,13 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.ensemble import (
+from dpsklearn.mechanisms import vote_counts
+from dpsklearn.teachers import (
     ConstantTeacher,
     fused_ensemble,
     teacher_outputs,
     why_not_fusable,
 )
-from dpsklearn.mechanisms import vote_counts
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::dpsklearn.PrivacyLeakWarning",

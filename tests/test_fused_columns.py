@@ -27,7 +27,7 @@ from sklearn.preprocessing import (
 
 from dpsklearn import SoftLabelPrivateRegressor, SubsampleAggregateClassifier
 from dpsklearn.datasets import load_adult
-from dpsklearn.ensemble import why_not_fusable
+from dpsklearn.teachers import why_not_fusable
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 

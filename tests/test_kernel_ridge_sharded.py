@@ -18,9 +18,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 
 from dpsklearn import PrivacyAccountant, PrivateKernelRidge
-from dpsklearn.ensemble import partition_indices
 from dpsklearn.kernel_ridge import _sharding
 from dpsklearn.mechanisms import function_sensitivity, weight_sensitivity
+from dpsklearn.teachers import partition_indices
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:noise_random_state is set:dpsklearn.PrivacyLeakWarning"

@@ -27,7 +27,6 @@ from dpsklearn import (
     PrivatePredictionRegressor,
 )
 from dpsklearn.accounting import per_release_epsilon, rdp_epsilon_of_rho, zcdp_epsilon
-from dpsklearn.ensemble import ConstantTeacher
 from dpsklearn.mechanisms import (
     GridLaplaceRelease,
     SoftMajority,
@@ -45,6 +44,7 @@ from dpsklearn.planning._outcomes import (
     argmax_win_probability as _argmax_win_probability,
 )
 from dpsklearn.serving import ReleaseCache, row_keys
+from dpsklearn.teachers import ConstantTeacher
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 

@@ -17,16 +17,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-import dpsklearn.ensemble._sharding as sharding
+import dpsklearn.teachers._inference as inference
 from dpsklearn import SubsampleAggregateClassifier
-from dpsklearn.ensemble import (
+from dpsklearn.mechanisms import vote_counts
+from dpsklearn.teachers import (
     ConstantTeacher,
     fit_teachers,
     partition_indices,
     teacher_outputs,
     teacher_seeds,
 )
-from dpsklearn.mechanisms import vote_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -297,7 +297,7 @@ def test_teacher_outputs_chunking_matches_one_block(monkeypatch):
     assert n_one == n_one_p == 1
     assert one_block.shape == (3, 200) and one_block_p.shape == (3, 200, 2)
 
-    monkeypatch.setattr(sharding, "_MAX_BLOCK_ENTRIES", 7)  # 2 rows per chunk
+    monkeypatch.setattr(inference, "_MAX_BLOCK_ENTRIES", 7)  # 2 rows per chunk
     n_chunks, chunked = collect("predict", 1)
     assert n_chunks == 100
     np.testing.assert_array_equal(chunked, one_block)
@@ -324,7 +324,7 @@ def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
     counts = model._vote_counts(X)
     answers = model.predict(X)
 
-    monkeypatch.setattr(sharding, "_MAX_BLOCK_ENTRIES", 13)  # 2 rows per chunk
+    monkeypatch.setattr(inference, "_MAX_BLOCK_ENTRIES", 13)  # 2 rows per chunk
     chunked_model = SubsampleAggregateClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(chunked_model._vote_counts(X), counts)
     np.testing.assert_array_equal(chunked_model.predict(X), answers)

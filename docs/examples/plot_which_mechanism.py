@@ -51,7 +51,7 @@ epsilon (the last section shows it).
 #
 # An ensemble is fitted only to get its teachers (``max_queries=1``: nothing
 # will be asked of it). :func:`dpsklearn.mechanisms.vote_counts` counts their
-# votes; :func:`dpsklearn.ensemble.fused_ensemble` evaluates linear teachers
+# votes; :func:`dpsklearn.teachers.fused_ensemble` evaluates linear teachers
 # as one matrix product, which is how the estimators count votes themselves.
 
 import time
@@ -67,9 +67,9 @@ from dpsklearn import PrivacyAccountant, SubsampleAggregateClassifier
 from dpsklearn.baselines import base_rate
 from dpsklearn.datasets import load_adult
 from dpsklearn.demo import adult_encoder, teacher_estimator
-from dpsklearn.ensemble import fused_ensemble
 from dpsklearn.mechanisms import vote_counts
 from dpsklearn.planning import predict_regime, private_margin_histogram
+from dpsklearn.teachers import fused_ensemble
 
 start = time.perf_counter()
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from sklearn.utils._param_validation import StrOptions
-
+from .._param_validation import StrOptions
 from .._validation import DELTA, FINITE_POSITIVE, validate_params
 from ._base import BaseAccountant
 from ._composer import COMPOSITIONS, Composer, check_composition

@@ -39,8 +39,7 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import ClassVar
 
-from sklearn.utils._param_validation import validate_parameter_constraints
-
+from .._param_validation import validate_parameter_constraints
 from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE
 
 __all__ = [

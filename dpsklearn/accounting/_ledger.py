@@ -34,8 +34,7 @@ import os
 import threading
 import weakref
 
-from sklearn.utils._param_validation import StrOptions
-
+from .._param_validation import StrOptions
 from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE, validate_params
 from ._base import BaseAccountant, utc
 from ._composer import COMPOSITIONS, check_composition

@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 import math
 
-from sklearn.utils._param_validation import StrOptions
-
+from .._param_validation import StrOptions
 from .._validation import COUNT, DELTA, FINITE_POSITIVE, validate_params
 from ._bounded_range import bounded_range_max_epsilon0, game_work
 from ._composer import COMPOSITIONS, Composer

@@ -81,8 +81,8 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
+from .._param_validation import Interval
 from .._validation import DELTA, OPEN_UNIT, validate_params
 from ._bounds import _directional_bounds, _point_estimate, epsilon_lower_bound
 

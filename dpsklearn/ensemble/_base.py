@@ -11,20 +11,17 @@ from __future__ import annotations
 import math
 from numbers import Integral, Real
 
-import numpy as np
-from sklearn.base import clone, is_classifier
+from sklearn.base import is_classifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin
+from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, warn_if_delta_large
-from ..mechanisms import vote_counts
 from ..metrics._abstention import predict_with_abstentions, warn_if_abstained
-from ._fused import _fuse
-from ._sharding import fit_teachers, partition_indices, teacher_outputs, teacher_seeds
+from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 
 __all__ = ["ENSEMBLE_CONSTRAINTS", "TeacherEnsembleMixin"]
 
@@ -97,58 +94,35 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         ``n_classes`` is the number of global classes for classifier
         teachers (labels are class indices), None for regressors.
         """
-        rng = check_random_state(self.random_state)
-        shards = partition_indices(X.shape[0], n_estimators, rng)
-        seeds = teacher_seeds(rng, n_estimators)
-        teachers = fit_teachers(
-            clone(self._base_estimator()),
+        teachers = fit_teacher_ensemble(
+            self._base_estimator(),
             X,
             y,
-            shards,
-            seeds,
+            n_estimators,
+            random_state=self.random_state,
             n_classes=n_classes,
             n_jobs=self.n_jobs,
             verbose=self.verbose,
         )
-        fused = self._fused(teachers, n_classes) if fuse and n_classes else None
+        fused = (
+            fuse_teachers(teachers, n_classes, getattr(self, "fused", "auto"))
+            if fuse and n_classes
+            else None
+        )
         return {
             "estimators_": teachers,
             "n_estimators_": n_estimators,
             "_fused_ensemble_": fused,
         }
 
-    def _fused(self, teachers, n_classes):
-        """Stack linear teachers for the fused vote path.
-
-        ``fused="auto"`` (also the default of estimators without a ``fused``
-        parameter) uses it when every teacher can be fused; ``True`` requires
-        it; ``False`` keeps the per-teacher path. Votes are identical either
-        way (:mod:`dpsklearn.ensemble._fused`). Why a fitted model does not
-        take it: :func:`~dpsklearn.ensemble.why_not_fusable` of the model.
-        """
-        mode = getattr(self, "fused", "auto")
-        if mode is False:
-            return None
-        fused, reason = _fuse(teachers, n_classes)
-        if fused is None and mode is True:
-            raise ValueError(
-                "fused=True needs every teacher to be a linear classifier or a "
-                "Pipeline of affine scalers (optionally after a ColumnTransformer "
-                "of OneHotEncoder and those scalers) and one; here: "
-                f"{reason}. Use fused='auto' or False."
-            )
-        return fused
-
     def _vote_counts(self, X):
         """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X`` (chunked)."""
-        fused = getattr(self, "_fused_ensemble_", None)
-        if fused is not None:
-            return fused.vote_counts(X, self.estimators_)
-        n_classes = len(self.classes_)
-        counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
-        for rows, predictions in teacher_outputs(self.estimators_, X, "predict"):
-            counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
-        return counts
+        return count_votes(
+            self.estimators_,
+            X,
+            len(self.classes_),
+            getattr(self, "_fused_ensemble_", None),
+        )
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (classifiers) or R^2 (regressors) of ``predict(X)``, with a warning.

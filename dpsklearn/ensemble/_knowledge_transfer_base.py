@@ -24,10 +24,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import RefusesSeveredCopies, keeps_live_model
+from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
 

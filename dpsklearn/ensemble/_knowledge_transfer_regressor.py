@@ -25,9 +25,9 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import RegressorMixin, clone, is_regressor
 from sklearn.linear_model import Ridge
-from sklearn.utils._param_validation import Interval
 
 from .._base import PrivateEstimatorMixin
+from .._param_validation import Interval
 from .._validation import check_regression_targets, n_rows, take_rows
 from ._knowledge_transfer_base import (
     KNOWLEDGE_TRANSFER_CONSTRAINTS,

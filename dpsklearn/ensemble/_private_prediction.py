@@ -18,17 +18,17 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 
 from .._base import PublicLabelsMixin, keeps_live_model
+from .._param_validation import Interval, StrOptions
 from .._validation import take_rows
 from ..mechanisms import GNMax, SoftMajority
 from ..noise import project_to_simplex
 from ..planning import private_prediction_r
 from ..serving import ReleaseCache, row_keys, serve
+from ..teachers import teacher_class_probabilities
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
-from ._sharding import teacher_class_probabilities
 
 __all__ = ["PrivatePredictionClassifier"]
 

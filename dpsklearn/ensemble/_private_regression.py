@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
-from sklearn.utils._param_validation import StrOptions
 
 from .._base import keeps_live_model
+from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
 from ..mechanisms import clipped_mean_release
 from ..serving import ReleaseCache
+from ..teachers import teacher_outputs
 from ._private_prediction import PRIVATE_PREDICTION_CONSTRAINTS, _PrivatePredictionBase
-from ._sharding import teacher_outputs
 
 __all__ = ["PrivatePredictionRegressor"]
 

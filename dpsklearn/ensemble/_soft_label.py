@@ -16,15 +16,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import keeps_live_model
+from .._param_validation import Interval, StrOptions
 from .._validation import check_regression_targets, check_target_range, take_rows
 from ..mechanisms import SoftLabelTest
 from ..mechanisms._stability import _n_bins
 from ..serving import ReleaseCache, row_keys, serve
+from ..teachers import teacher_outputs
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
-from ._sharding import teacher_outputs
 
 __all__ = ["SoftLabelPrivateRegressor"]
 

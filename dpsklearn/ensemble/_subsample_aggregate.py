@@ -16,9 +16,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import PublicLabelsMixin, keeps_live_model
+from .._param_validation import Interval, StrOptions
 from .._validation import check_abstain_label, output_dtype, take_rows
 from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
 from ..planning._stability_plan import plan_stability_test
@@ -150,7 +150,7 @@ class SubsampleAggregateClassifier(
     fused : "auto" or bool, default="auto"
         Vote counting. ``"auto"``: when every teacher is linear (or a
         Pipeline of affine scalers and a linear model), one matrix multiply
-        per query chunk for all teachers (:mod:`dpsklearn.ensemble._fused`), with votes
+        per query chunk for all teachers (:mod:`dpsklearn.teachers._fused`), with votes
         identical to the per-teacher path; ``False``: always ask each
         teacher; ``True``: require the fused path (``fit`` raises otherwise).
 

@@ -57,10 +57,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import PrivateEstimatorMixin, PublicLabelsMixin, keeps_live_model
+from .._param_validation import HasMethods, Interval
 from .._validation import (
     ACCEPT_SPARSE,
     accepts_nan,

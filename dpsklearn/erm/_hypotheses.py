@@ -18,9 +18,9 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._param_validation import Interval, ValidatesParameters
 from ..exceptions import PrivacyLeakWarning
 
 __all__ = [
@@ -156,7 +156,7 @@ class Stump:
         )
 
 
-class HypothesisSpace(BaseEstimator):
+class HypothesisSpace(ValidatesParameters, BaseEstimator):
     """Base class of finite hypothesis classes fixed before seeing the data.
 
     A space is a set of public parameters (an estimator-like object, so

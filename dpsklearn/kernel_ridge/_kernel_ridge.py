@@ -33,20 +33,20 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
 from ..accounting import PER_RELEASE_CALIBRATIONS
-from ..ensemble._sharding import fit_teachers, partition_indices
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
     kernel_ridge_prediction_release,
     kernel_ridge_weight_release,
 )
 from ..serving import serve
+from ..teachers import fit_teachers, partition_indices
 from ._kernels import (
     KERNELS,
     NORM_BOUNDED_KERNELS,

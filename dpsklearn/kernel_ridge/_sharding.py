@@ -17,7 +17,7 @@ the mechanism's (:mod:`dpsklearn.mechanisms`, ``docs/design.rst``,
   ``working_memory``; a configuration over it is refused, naming
   ``n_estimators``, before anything is allocated.
 * :class:`ShardKernelRidge` -- the exact non-private solve of one shard,
-  an estimator so that :func:`~dpsklearn.ensemble.fit_teachers` fits the
+  an estimator so that :func:`~dpsklearn.teachers.fit_teachers` fits the
   ``k`` clones in parallel batches.
 * :func:`query_block_rows` -- rows per block when a query batch meets the
   training rows, so that no kernel block exceeds ``working_memory``.

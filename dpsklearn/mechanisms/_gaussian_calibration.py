@@ -19,8 +19,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from sklearn.utils._param_validation import StrOptions
-
+from .._param_validation import StrOptions
 from .._validation import (
     COUNT,
     DELTA_POSITIVE,

@@ -36,8 +36,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import ndtri
-from sklearn.utils._param_validation import Interval
 
+from .._param_validation import Interval
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
 from ..accounting._composition import rho_to_epsilon
 from ..accounting._events import ApproximateEvent, GaussianEvent

@@ -46,8 +46,7 @@ import math
 from dataclasses import dataclass
 from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
+from .._param_validation import Interval, StrOptions
 from .._validation import (
     COUNT,
     DELTA_POSITIVE,

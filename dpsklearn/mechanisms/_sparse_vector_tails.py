@@ -26,8 +26,8 @@ import math
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
+from .._param_validation import Interval
 from .._validation import FINITE_POSITIVE, validate_params
 
 __all__ = [

@@ -51,8 +51,8 @@ from numbers import Integral
 
 import numpy as np
 from scipy.special import ndtr
-from sklearn.utils._param_validation import HasMethods, Interval
 
+from .._param_validation import HasMethods, Interval
 from .._validation import (
     COUNT,
     DELTA_POSITIVE,
@@ -61,12 +61,6 @@ from .._validation import (
     validate_params,
 )
 from ..accounting import per_release_epsilon
-from ..ensemble._sharding import (
-    fit_teachers,
-    partition_indices,
-    teacher_outputs,
-    teacher_seeds,
-)
 from ..mechanisms import (
     calibrate_confident_gnmax,
     confident_gnmax_threshold,
@@ -76,6 +70,12 @@ from ..mechanisms import (
 )
 from ..mechanisms._selection import HistogramRelease
 from ..noise import NoiseSource, make_noise_generators
+from ..teachers import (
+    fit_teachers,
+    partition_indices,
+    teacher_outputs,
+    teacher_seeds,
+)
 from ._outcomes import (
     argmax_win_probability,
     expected_min_binomial,

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sklearn.utils._param_validation import StrOptions
-
+from .._param_validation import StrOptions
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
 
 __all__ = [

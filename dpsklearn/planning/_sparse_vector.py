@@ -21,8 +21,8 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._param_validation import Interval, StrOptions
 from .._validation import (
     COUNT,
     DELTA_POSITIVE,

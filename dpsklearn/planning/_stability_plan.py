@@ -32,8 +32,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.stats import nbinom
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._param_validation import Interval, StrOptions
 from .._validation import (
     COUNT,
     DELTA_POSITIVE,

@@ -16,14 +16,14 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._param_validation import HasMethods, Interval
 from .._validation import take_rows
-from ..ensemble._sharding import partition_indices
 from ..mechanisms import ChunkedQueries
 from ..serving import serve
+from ..teachers import partition_indices
 
 __all__ = ["PrivateStatisticalQueries"]
 

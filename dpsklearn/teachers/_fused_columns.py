@@ -2,7 +2,7 @@
 
 A teacher ``Pipeline(ColumnTransformer, affine scalers..., linear model)``
 whose column transformer holds only :class:`~sklearn.preprocessing.OneHotEncoder`,
-the affine scalers of :mod:`dpsklearn.ensemble._fused`, ``"passthrough"``
+the affine scalers of :mod:`dpsklearn.teachers._fused`, ``"passthrough"``
 and ``"drop"`` is an affine map of one *common encoding* of the query row
 (``docs/design.rst``, "The fused vote path"): each categorical column
 one-hot encoded on the union of the categories the teachers learned on

@@ -13,7 +13,7 @@ Pipeline may also start with a :class:`~sklearn.compose.ColumnTransformer`
 of :class:`~sklearn.preprocessing.OneHotEncoder`, those scalers,
 ``"passthrough"`` and ``"drop"`` (a DataFrame of string and numeric
 columns): then each teacher is an affine map of one common encoding of the
-query (:mod:`dpsklearn.ensemble._fused_columns`). The
+query (:mod:`dpsklearn.teachers._fused_columns`). The
 scalers are folded into the coefficients (``w . (a x + b) + c = (a w) . x +
 (w . b + c)``) and the ``k`` teachers' coefficient rows are stacked, so one
 matrix multiply per chunk of queries gives every teacher's scores. Votes
@@ -21,7 +21,7 @@ follow scikit-learn's :meth:`~sklearn.linear_model.LogisticRegression.predict`:
 binary, ``classes_[int(score > 0)]`` (a score of exactly 0 votes for
 ``classes_[0]``); multiclass, ``classes_[argmax(scores)]`` (ties to the first).
 Teachers' ``classes_`` are indices into the model's global ``classes_``
-and :class:`~dpsklearn.ensemble.ConstantTeacher` adds its
+and :class:`~dpsklearn.teachers.ConstantTeacher` adds its
 constant vote.
 
 Identical votes. Folding changes the order of floating-point operations, so
@@ -192,7 +192,7 @@ def why_not_fusable(teacher):
     Examples
     --------
     >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from dpsklearn.ensemble import why_not_fusable
+    >>> from dpsklearn.teachers import why_not_fusable
     >>> why_not_fusable(DecisionTreeClassifier())
     'DecisionTreeClassifier is not a linear classifier'
     """
@@ -228,7 +228,7 @@ def fused_ensemble(teachers, n_classes):
     --------
     >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from dpsklearn.ensemble import fused_ensemble
+    >>> from dpsklearn.teachers import fused_ensemble
     >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([0, 0, 1, 1])
     >>> teachers = [LogisticRegression().fit(X, y) for _ in range(3)]
     >>> fused_ensemble(teachers, 2).vote_counts(X, teachers).tolist()

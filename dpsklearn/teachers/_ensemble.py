@@ -1,0 +1,115 @@
+"""A teacher ensemble's two steps: fit k teachers on disjoint shards, count votes.
+
+The estimators of :mod:`dpsklearn.ensemble` (and the shards of
+:mod:`dpsklearn.kernel_ridge`) call these; what they release about the
+teachers is their mechanism's business, never this module's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+
+from ..mechanisms import vote_counts
+from ._fused import FusedLinearEnsemble, _fuse
+from ._inference import teacher_outputs
+from ._sharding import fit_teachers, partition_indices, teacher_seeds
+
+__all__ = ["count_votes", "fit_teacher_ensemble", "fuse_teachers"]
+
+
+def fit_teacher_ensemble(
+    estimator,
+    X,
+    y,
+    n_estimators: int,
+    *,
+    random_state=None,
+    n_classes: int | None = None,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> list:
+    """Fit ``n_estimators`` clones of ``estimator`` on a random partition of the rows.
+
+    The partition and every teacher's seed come from ``random_state``
+    (``docs/design.rst``, "Shards and teachers"), never from the mechanism
+    noise.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Unfitted base estimator.
+    X : array, DataFrame, sparse matrix or list of documents
+        Validated private rows, in the form the teachers take.
+    y : ndarray of shape (n_samples,)
+        Class indices into the global classes (classifiers) or targets.
+    n_estimators : int
+    random_state : int, RandomState instance or None
+    n_classes : int or None
+        The number of global classes for classifier teachers; ``None`` for
+        regressors.
+    n_jobs, verbose : joblib parameters.
+
+    Returns
+    -------
+    teachers : list of fitted estimators, in shard order
+    """
+    rng = check_random_state(random_state)
+    shards = partition_indices(X.shape[0], n_estimators, rng)
+    seeds = teacher_seeds(rng, n_estimators)
+    return fit_teachers(
+        clone(estimator),
+        X,
+        y,
+        shards,
+        seeds,
+        n_classes=n_classes,
+        n_jobs=n_jobs,
+        verbose=verbose,
+    )
+
+
+def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
+    """Stack linear teachers for the fused vote path, or None.
+
+    ``mode="auto"`` fuses when every teacher can be fused; ``True`` requires
+    it (``ValueError`` naming the first teacher that cannot); ``False``
+    keeps the per-teacher path. Votes are identical either way
+    (:mod:`dpsklearn.teachers`, the fused path).
+
+    Returns
+    -------
+    fused : FusedLinearEnsemble or None
+    """
+    if mode is False:
+        return None
+    fused, reason = _fuse(teachers, n_classes)
+    if fused is None and mode is True:
+        raise ValueError(
+            "fused=True needs every teacher to be a linear classifier or a "
+            "Pipeline of affine scalers (optionally after a ColumnTransformer "
+            "of OneHotEncoder and those scalers) and one; here: "
+            f"{reason}. Use fused='auto' or False."
+        )
+    return fused
+
+
+def count_votes(
+    teachers: list,
+    X,
+    n_classes: int,
+    fused: FusedLinearEnsemble | None = None,
+) -> np.ndarray:
+    """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X``.
+
+    Teachers vote with class indices into the global classes. Through
+    ``fused`` when given (identical votes), otherwise one teacher at a time
+    on query chunks.
+    """
+    if fused is not None:
+        return fused.vote_counts(X, teachers)
+    counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
+    for rows, predictions in teacher_outputs(teachers, X, "predict"):
+        counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
+    return counts
