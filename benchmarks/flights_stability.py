@@ -65,8 +65,8 @@ from dpsklearn import (  # noqa: E402
 from dpsklearn.accounting import per_release_epsilon  # noqa: E402
 from dpsklearn.datasets import load_flights  # noqa: E402
 from dpsklearn.mechanisms import (  # noqa: E402
-    ConfidentGNMax,
-    GNMax,
+    ConfidentGNMaxRelease,
+    GNMaxRelease,
     SoftLabelTest,
     StabilityTest,
     distance_to_instability,
@@ -359,7 +359,7 @@ def stream_rows(model, data, epsilon, stream_sizes, log):
         )
         for share in (0.1, 0.3, 1.0):
             max_answers = max(1, int(share * m))
-            mech = ConfidentGNMax.calibrate(
+            mech = ConfidentGNMaxRelease.calibrate(
                 epsilon, DELTA, m, max_answers, n_teachers=k, n_classes=2
             )
             release = mech.engine(noise(0, mech.n_streams)).answer("predict", votes)
@@ -373,7 +373,7 @@ def stream_rows(model, data, epsilon, stream_sizes, log):
         eps_q, name = per_release_epsilon(epsilon, DELTA, m, release="exponential")
         labels = exponential_mechanism(votes, eps_q, 1.0, rng=np.random.default_rng(0))
         add("PrivatePrediction (exponential)", name, m, int(np.sum(labels == truth)))
-        gnmax = GNMax.calibrate(epsilon, DELTA, m)
+        gnmax = GNMaxRelease.calibrate(epsilon, DELTA, m)
         noisy = gnmax.engine(noise(0, 1)).answer("predict", votes)
         labels = noisy.values["noisy_counts"].argmax(axis=1)
         add("PrivatePrediction (GNMax)", "rdp", m, int(np.sum(labels == truth)))

@@ -576,7 +576,7 @@ def settings(binary, sweep):
         dict(
             kind="private_prediction",
             estimator="PrivatePredictionClassifier",
-            mechanism="GNMax",
+            mechanism="GNMaxRelease",
             pp_mechanism="gnmax",
             k_factor=1,
             planner=True,
@@ -656,7 +656,7 @@ def settings(binary, sweep):
             dict(
                 kind="private_prediction",
                 estimator="PrivatePredictionClassifier",
-                mechanism="GNMax",
+                mechanism="GNMaxRelease",
                 pp_mechanism="gnmax",
                 k_factor=4,
                 planner=False,

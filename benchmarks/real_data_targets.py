@@ -78,7 +78,7 @@ from dpsklearn.accounting import per_release_epsilon
 from dpsklearn.baselines import base_rate, teacher_majority_vote  # noqa: E402
 from dpsklearn.datasets import load_adult  # noqa: E402
 from dpsklearn.demo import adult_encoder  # noqa: E402
-from dpsklearn.mechanisms import ConfidentGNMax  # noqa: E402
+from dpsklearn.mechanisms import ConfidentGNMaxRelease  # noqa: E402
 from dpsklearn.noise import NoiseSource, exponential_mechanism  # noqa: E402
 from dpsklearn.planning import predict_regime  # noqa: E402
 
@@ -334,7 +334,7 @@ def pp_labels(counts, epsilon, m, rng):
 def cgn_labels(counts, epsilon, m, max_answers, n_classes, rng):
     """``SubsampleAggregateClassifier(mechanism="confident_gnmax").predict``."""
     k = int(counts[0].sum())
-    mechanism = ConfidentGNMax.calibrate(
+    mechanism = ConfidentGNMaxRelease.calibrate(
         epsilon, DELTA, m, max_answers, n_teachers=k, n_classes=n_classes
     )
     cal, threshold = mechanism.calibration, mechanism.threshold
@@ -431,7 +431,7 @@ def adult_sweep(data, grid, log):
                 for share in grid["cgn_answer_share"]:
                     answers = max(1, int(m * share))
                     configs.append(
-                        ("ConfidentGNMax", epsilon, m, answers, "sequential", 1)
+                        ("ConfidentGNMaxRelease", epsilon, m, answers, "sequential", 1)
                     )
         for mechanism, epsilon, m, max_answers, strategy, n_rounds in configs:
             if strategy == "uncertainty":
@@ -888,7 +888,7 @@ def write(result, out_dir):
     ):
         sig = (
             f"{r['sigma1']}/{r['sigma2']}/{r['threshold']}"
-            if r["mechanism"] == "ConfidentGNMax"
+            if r["mechanism"] == "ConfidentGNMaxRelease"
             else "-"
         )
         lines.append(

@@ -403,7 +403,7 @@ direct, private = (
 )
 names = {
     "private_prediction": "exponential",
-    "gnmax": "GNMax",
+    "gnmax": "GNMaxRelease",
     "confident_gnmax": "Confident GNMax",
 }
 for key in shown:

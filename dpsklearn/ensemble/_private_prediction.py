@@ -4,7 +4,7 @@ Dwork and Feldman (2018), "Privacy-preserving prediction":
 :class:`PrivatePredictionClassifier` answers each query row by the soft
 majority of ``k`` teachers' votes (:class:`~dpsklearn.mechanisms.SoftMajority`)
 or, with ``mechanism="gnmax"``, by releasing its noisy vote count vector
-(PATE's GNMax, Papernot et al. 2018; :class:`~dpsklearn.mechanisms.GNMax`).
+(PATE's GNMax, Papernot et al. 2018; :class:`~dpsklearn.mechanisms.GNMaxRelease`).
 The per-query budget is derived at ``fit`` from the total ``(epsilon,
 delta)`` and ``max_queries``, so ``max_queries`` is part of the guarantee; a
 query row asked again gets the answer already released for it, free
@@ -23,7 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from .._base import PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import take_rows
-from ..mechanisms import GNMax, SoftMajority
+from ..mechanisms import GNMaxRelease, SoftMajority
 from ..noise import project_to_simplex
 from ..planning import private_prediction_r
 from ..serving import ReleaseCache, row_keys, serve
@@ -80,7 +80,9 @@ def _proba_available(self):
     """GNMax's ``predict_proba`` reads only votes; the other needs teacher rows."""
     mechanism = getattr(self, "privacy_mechanism_", None)
     gnmax = (
-        self.mechanism == "gnmax" if mechanism is None else isinstance(mechanism, GNMax)
+        self.mechanism == "gnmax"
+        if mechanism is None
+        else isinstance(mechanism, GNMaxRelease)
     )
     return gnmax or _teachers_have("predict_proba")(self)
 
@@ -123,7 +125,7 @@ class PrivatePredictionClassifier(
     released vector is ``1/sigma^2``-zCDP, RDP ``alpha / sigma^2``;
     ``sigma_`` is calibrated at ``fit`` so that ``max_queries`` of them are
     within ``(epsilon, delta)``, certified by the calibration named in
-    ``calibration_`` (:class:`~dpsklearn.mechanisms.GNMax`). ``predict``
+    ``calibration_`` (:class:`~dpsklearn.mechanisms.GNMaxRelease`). ``predict``
     is the argmax of the vector (ties to the lowest class index) and
     ``predict_proba`` its vote shares ``project_to_simplex(noisy_counts /
     k)``: both read the same release, so a row costs one unit once, whichever
@@ -215,7 +217,7 @@ class PrivatePredictionClassifier(
         ``mechanism="gnmax"`` (its vote shares need no grid: the noisy counts
         are integers).
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : SoftMajority or GNMax
+    privacy_mechanism_ : SoftMajority or GNMaxRelease
         The calibrated mechanism (public figures only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -348,7 +350,7 @@ class PrivatePredictionClassifier(
         if gnmax:
             # sigma does not depend on k, so "auto" takes every teacher the
             # data supports (more teachers, fewer answers flipped by noise).
-            mechanism = GNMax.calibrate(
+            mechanism = GNMaxRelease.calibrate(
                 self.epsilon, self.delta, self.max_queries, calibration=self.calibration
             )
             n_estimators = self._resolve_n_estimators(n_samples)
@@ -428,7 +430,7 @@ class PrivatePredictionClassifier(
         return mean
 
     def _is_gnmax(self):
-        return isinstance(self.privacy_mechanism_, GNMax)
+        return isinstance(self.privacy_mechanism_, GNMaxRelease)
 
     # -- predict -------------------------------------------------------------
     def predict(self, X, return_abstained=False):

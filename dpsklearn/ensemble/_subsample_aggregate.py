@@ -5,7 +5,7 @@ corrections of ``docs/corrections.rst`` (the distance to instability under
 replace-one, halting at ``T``, a threshold calibrated on ``T`` rather than
 ``m``): :class:`~dpsklearn.mechanisms.StabilityTest`. With
 ``mechanism="confident_gnmax"`` the queries are answered by Confident-GNMax
-(Papernot et al. 2018; :class:`~dpsklearn.mechanisms.ConfidentGNMax`)
+(Papernot et al. 2018; :class:`~dpsklearn.mechanisms.ConfidentGNMaxRelease`)
 instead.
 """
 
@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from .._base import PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import check_abstain_label, output_dtype, take_rows
-from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMax, StabilityTest
+from ..mechanisms import GAUSSIAN_CALIBRATIONS, ConfidentGNMaxRelease, StabilityTest
 from ..planning._stability_plan import plan_stability_test
 from ..serving import serve
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
@@ -64,7 +64,7 @@ class SubsampleAggregateClassifier(
     answers. Accounted in Renyi DP for the worst case the data cannot
     change: all ``max_queries`` threshold checks (sensitivity 1) plus
     ``max_answers`` noisy argmaxes (L2 sensitivity ``sqrt(2)``), calibrated
-    at ``fit`` (:class:`~dpsklearn.mechanisms.ConfidentGNMax`).
+    at ``fit`` (:class:`~dpsklearn.mechanisms.ConfidentGNMaxRelease`).
     ``max_queries`` is then part of the guarantee and required;
     ``max_unstable``, ``fallback`` and ``noisy_max_share`` are not used.
 
@@ -137,7 +137,7 @@ class SubsampleAggregateClassifier(
     mechanism : {"sparse_vector", "confident_gnmax"}, default="sparse_vector"
         How queries are answered: the paper's stability test
         (:class:`~dpsklearn.mechanisms.StabilityTest`), or Confident-GNMax
-        (:class:`~dpsklearn.mechanisms.ConfidentGNMax`, beyond the paper).
+        (:class:`~dpsklearn.mechanisms.ConfidentGNMaxRelease`, beyond the paper).
     max_answers : int, default=None
         ``"confident_gnmax"`` only: the model halts after this many answers
         (abstentions do not count); ``None`` means ``max_queries``. Fewer
@@ -162,7 +162,7 @@ class SubsampleAggregateClassifier(
         ``classes_``.
     n_estimators_ : int
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : StabilityTest or ConfidentGNMax
+    privacy_mechanism_ : StabilityTest or ConfidentGNMaxRelease
         The calibrated mechanism (public figures only).
     calibration_ : str
         The calibration used (``"laplace"``, ``"exact"``, ``"pure"``,
@@ -470,7 +470,7 @@ class SubsampleAggregateClassifier(
             )
         check_abstain_label(self.abstain_label, classes, 'mechanism="confident_gnmax"')
         n_estimators = self._resolve_n_estimators(n_samples)
-        mechanism = ConfidentGNMax.calibrate(
+        mechanism = ConfidentGNMaxRelease.calibrate(
             self.epsilon,
             self.delta,
             self.max_queries,

@@ -9,13 +9,13 @@ them. The mathematics of each is in ``docs/design.rst``.
 
 * :class:`StabilityTest` -- the majority label when the sparse vector test
   passes, else noisy max or abstain (``SubsampleAggregateClassifier``).
-* :class:`ConfidentGNMax` -- the Gaussian noisy argmax of confident queries
+* :class:`ConfidentGNMaxRelease` -- the Gaussian noisy argmax of confident queries
   (``SubsampleAggregateClassifier(mechanism="confident_gnmax")``).
 * :class:`SoftLabelTest` -- a soft label's bin midpoint after two tests
   (``SoftLabelPrivateRegressor``).
 * :class:`SoftMajority` -- exponential-mechanism labels and grid Laplace
   probabilities, per query (``PrivatePredictionClassifier``).
-* :class:`GNMax` -- a noisy count vector per query
+* :class:`GNMaxRelease` -- a noisy count vector per query
   (``PrivatePredictionClassifier(mechanism="gnmax")``).
 * :class:`GridLaplaceRelease` -- a value of known sensitivity, per query
   (``PrivatePredictionRegressor``, kernel ridge predictions).
@@ -40,10 +40,10 @@ from ._gaussian_calibration import (
     gnmax_sigma,
 )
 from ._gnmax import (
-    ConfidentGNMax,
     ConfidentGNMaxEngine,
-    GNMax,
+    ConfidentGNMaxRelease,
     GNMaxEngine,
+    GNMaxRelease,
     confident_gnmax,
     confident_gnmax_threshold,
     gnmax,
@@ -86,11 +86,11 @@ __all__ = [
     "GAUSSIAN_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "ChunkedQueries",
-    "ConfidentGNMax",
+    "ConfidentGNMaxRelease",
     "ConfidentGNMaxEngine",
     "Engine",
     "ExponentialSelection",
-    "GNMax",
+    "GNMaxRelease",
     "GNMaxEngine",
     "GaussianCalibration",
     "GridGaussianEngine",

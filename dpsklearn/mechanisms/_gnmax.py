@@ -21,8 +21,8 @@ the noisy counts: post-processing).
 
 This module holds the mechanisms as functions vectorised over queries, the
 engines that run them on a fitted model, and the mechanism objects
-:class:`GNMax` and :class:`ConfidentGNMax`. The noise scales are calibrated
-at ``fit`` (:mod:`._gaussian_calibration`) for the worst case: every
+:class:`GNMaxRelease` and :class:`ConfidentGNMaxRelease`. The noise scales are
+calibrated at ``fit`` (:mod:`._gaussian_calibration`) for the worst case: every
 threshold check charged, plus ``max_answers`` noisy argmaxes
 (``docs/design.rst``, "GNMax and Confident-GNMax").
 Accounting is data-independent, so PATE's data-dependent savings (which need
@@ -46,9 +46,9 @@ from ._base import Engine, Mechanism, Release
 from ._gaussian_calibration import calibrate_confident_gnmax, calibrate_gnmax
 
 __all__ = [
-    "ConfidentGNMax",
+    "ConfidentGNMaxRelease",
     "ConfidentGNMaxEngine",
-    "GNMax",
+    "GNMaxRelease",
     "GNMaxEngine",
     "confident_gnmax",
     "confident_gnmax_threshold",
@@ -398,7 +398,7 @@ class GNMaxEngine(Engine):
         return Release({"noisy_counts": noisy}, noisy.shape[0])
 
 
-class GNMax(Mechanism):
+class GNMaxRelease(Mechanism):
     """GNMax for ``max_queries`` queries: each releases its noisy count vector.
 
     Each released vector, the vote counts plus ``N_Z(0, sigma^2)`` per class,
@@ -415,8 +415,8 @@ class GNMax(Mechanism):
 
     Examples
     --------
-    >>> from dpsklearn.mechanisms import GNMax
-    >>> mech = GNMax.calibrate(1.0, 1e-5, max_queries=1000)
+    >>> from dpsklearn.mechanisms import GNMaxRelease
+    >>> mech = GNMaxRelease.calibrate(1.0, 1e-5, max_queries=1000)
     >>> round(mech.sigma), mech.calibration.name
     (181, 'rdp')
     """
@@ -459,7 +459,7 @@ class GNMax(Mechanism):
         }
 
 
-class ConfidentGNMax(Mechanism):
+class ConfidentGNMaxRelease(Mechanism):
     """Confident-GNMax: answer only where the noisy top count clears a threshold.
 
     Papernot et al. (2018), Algorithm 1, with discrete Gaussian noise and
@@ -472,8 +472,8 @@ class ConfidentGNMax(Mechanism):
 
     Examples
     --------
-    >>> from dpsklearn.mechanisms import ConfidentGNMax
-    >>> mech = ConfidentGNMax.calibrate(
+    >>> from dpsklearn.mechanisms import ConfidentGNMaxRelease
+    >>> mech = ConfidentGNMaxRelease.calibrate(
     ...     8.0, 1e-5, max_queries=2000, max_answers=2000, n_teachers=1000,
     ...     n_classes=2)
     >>> mech.calibration.name, bool(mech.threshold < 1000)
