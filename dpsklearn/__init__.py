@@ -7,9 +7,12 @@ see the README's privacy contract. The package is laid out by role:
 * :mod:`dpsklearn.noise` -- every noise draw;
 * :mod:`dpsklearn.accounting` -- typed privacy events, composition, the
   accountant and the ledger;
-* :mod:`dpsklearn.mechanisms` -- each mechanism: its calibration, its events,
+* :mod:`dpsklearn.mechanisms` -- each mechanism: the options a user chooses
+  (``SparseVector``, ``ConfidentGNMax``, ...), its calibration, its events,
   its engine;
 * :mod:`dpsklearn.serving` -- the one serving loop and its state;
+* :mod:`dpsklearn.teachers` -- k clones of any estimator on disjoint shards,
+  their votes;
 * :mod:`dpsklearn.ensemble`, :mod:`dpsklearn.kernel_ridge`,
   :mod:`dpsklearn.erm`, :mod:`dpsklearn.queries` -- the estimators;
 * :mod:`dpsklearn.model_selection` -- the private search over their
@@ -40,6 +43,16 @@ from .exceptions import (
     PrivacyLeakWarning,
 )
 from .kernel_ridge import PrivateKernelRidge
+from .mechanisms import (
+    ClippedMean,
+    ConfidentGNMax,
+    Exponential,
+    GNMax,
+    OutputPerturbation,
+    RepeatAndSelect,
+    SoftLabelHistogram,
+    SparseVector,
+)
 from .model_selection import PrivateGridSearch
 from .planning import kernel_ridge_schedule
 from .queries import PrivateStatisticalQueries
@@ -52,12 +65,17 @@ __all__ = [
     "BudgetCopyWarning",
     "BudgetExhaustedError",
     "BudgetStatus",
+    "ClippedMean",
+    "ConfidentGNMax",
     "DecisionStumps",
     "ExponentialMechanismERM",
+    "Exponential",
     "ExponentialMechanismERMRegressor",
+    "GNMax",
     "KnowledgeTransferClassifier",
     "KnowledgeTransferRegressor",
     "LedgerError",
+    "OutputPerturbation",
     "PrivacyAccountant",
     "PrivacyEvent",
     "PrivacyLedger",
@@ -67,7 +85,10 @@ __all__ = [
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",
     "PrivateStatisticalQueries",
+    "RepeatAndSelect",
+    "SoftLabelHistogram",
     "SoftLabelPrivateRegressor",
+    "SparseVector",
     "SubsampleAggregateClassifier",
     "Thresholds",
     "__version__",

@@ -1,9 +1,25 @@
-"""What every private estimator shares: the budget step, serving, a safe refit.
+"""What every private estimator shares: one fit template, serving, a safe refit.
 
-An estimator's ``fit`` validates everything, builds its mechanism, asks
-:meth:`PrivateEstimatorMixin._reserve` whether the accountant can pay for
-the mechanism's events (refusing before any private computation), trains,
-spends, and starts serving with :meth:`PrivateEstimatorMixin._start_serving`.
+Every estimator's ``fit`` is :meth:`PrivateEstimatorMixin._fit`, in the way
+scikit-learn's ``BaseBagging.fit``/``_fit`` serves its subclasses:
+
+1. **validate** the parameters, then :meth:`~PrivateEstimatorMixin._plan`
+   (the subclass) validates the data and turns public numbers into a
+   :class:`FitPlan`: the calibrated mechanism, what training needs, how
+   serving starts;
+2. **reserve**: :meth:`~PrivateEstimatorMixin._reserve` asks the accountant
+   whether it can pay for the mechanism's events, refusing before any
+   private computation;
+3. **train**: :meth:`~PrivateEstimatorMixin._train` (the subclass) computes
+   on the private data (teachers, shard solutions, error counts);
+4. **spend** the reserved events, atomically;
+5. **serve**: :meth:`~PrivateEstimatorMixin._start_serving` makes the noise
+   generators and the serving state (bound to a ledger);
+6. **release at fit**, for what is published once
+   (:meth:`~PrivateEstimatorMixin._release`, the subclass; nothing by
+   default);
+7. **set fitted** attributes, replacing a previous fit's.
+
 :func:`keeps_live_model` makes a refused or failed refit leave the previous
 fitted model serving, with its remaining budget. The label set of the
 classifiers is public (:class:`PublicLabelsMixin`).
@@ -15,6 +31,8 @@ import copy
 import functools
 import math
 import warnings
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -28,6 +46,7 @@ from .noise import NoiseSource, make_noise_generators
 from .serving import ServingState
 
 __all__ = [
+    "FitPlan",
     "PrivateEstimatorMixin",
     "PublicLabelsMixin",
     "RefusesSeveredCopies",
@@ -125,12 +144,45 @@ class RefusesSeveredCopies(ValidatesParameters):
         return self
 
 
+@dataclass
+class FitPlan:
+    """What an estimator decided from public numbers before touching private data.
+
+    Attributes
+    ----------
+    mechanism : Mechanism
+        The calibrated mechanism whose events are reserved and spent.
+    X, y : object
+        The validated training data, for :meth:`PrivateEstimatorMixin._train`.
+    delta : float
+        The delta to reserve (``0`` for pure estimators).
+    training : dict
+        Whatever else training needs (the number of teachers, of classes).
+    serving : dict
+        Keyword arguments of :class:`~dpsklearn.serving.ServingState`
+        (``max_queries``, ``costs``, ``caches``, ``fill``, ``released``).
+    attributes : dict
+        Public fitted attributes known before training (``classes_``,
+        ``target_range_``, the resolved mechanism options ``mechanism_``).
+    """
+
+    mechanism: Any
+    X: Any = None
+    y: Any = None
+    delta: float = 0.0
+    training: dict = field(default_factory=dict)
+    serving: dict = field(default_factory=dict)
+    attributes: dict = field(default_factory=dict)
+
+
 class PrivateEstimatorMixin(RefusesSeveredCopies):
-    """The budget, serving and status steps of every private estimator.
+    """The fit template, budget, serving and status steps of every private estimator.
 
     ``accountant=None`` gives the model its own accountant for ``(epsilon,
     delta)``; a shared one is used as it is (``docs/design.rst``, "Shared
-    accountants and privacy filters").
+    accountants and privacy filters"). Subclasses implement :meth:`_plan`
+    and :meth:`_train` (and :meth:`_release` when they publish at ``fit``);
+    their public ``fit`` calls :meth:`_fit`.
     """
 
     # Fitted means a completed fit.
@@ -197,6 +249,45 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
+
+    # -- the fit template --------------------------------------------------------
+    def _fit(self, X, y=None, **fit_params):
+        """Validate, reserve, train, spend, serve, release, set fitted (in order)."""
+        self._validate_params()
+        plan = self._plan(X, y, **fit_params)
+        accountant, events = self._reserve(plan.mechanism, self.epsilon, plan.delta)
+        fitted = dict(self._train(plan))
+        accountant.spend_events(events)  # atomic: the whole release is reserved
+        serving = dict(plan.serving)
+        state, noise = self._start_serving(plan.mechanism, accountant, **serving)
+        self._release(plan, fitted, noise)
+        self._set_fitted(
+            {
+                **plan.attributes,
+                **fitted,
+                "accountant_": accountant,
+                "privacy_mechanism_": plan.mechanism,
+                **plan.mechanism.fitted_attributes(),
+                "_serving_state_": state,
+            }
+        )
+        return self
+
+    def _plan(self, X, y, **fit_params) -> FitPlan:
+        """Validate the data and calibrate the mechanism from public numbers."""
+        raise NotImplementedError
+
+    def _train(self, plan: FitPlan) -> dict:
+        """The private computation; returns fitted attributes."""
+        return {}
+
+    def _release(self, plan: FitPlan, fitted: dict, noise) -> None:
+        """Release once at ``fit``, after the spend, by editing ``fitted`` in place.
+
+        Estimators that publish a model replace the non-private result of
+        :meth:`_train` by its noisy release here (and drop the former);
+        the others release nothing at ``fit``.
+        """
 
     def _reserve(self, mechanism, epsilon, delta=0.0):
         """The accountant and the events it can pay for; refuse before training.

@@ -45,7 +45,7 @@ __all__ = [
     "FINITE_POSITIVE",
     "NON_NEGATIVE",
     "OPEN_UNIT",
-    "check_abstain_label",
+    "abstain_label_for",
     "check_regression_targets",
     "check_target_range",
     "accepts_nan",
@@ -101,33 +101,48 @@ def warn_if_delta_large(delta, n_samples, stacklevel=4):
         )
 
 
-def check_abstain_label(abstain_label, classes, needed_by):
-    """``abstain_label`` must be given, outside ``classes`` and of the same kind."""
-    if abstain_label is None:
-        raise ValueError(
-            f"abstain_label must be set when {needed_by}: it is the answer "
-            "returned for queries the model abstains on."
-        )
-    numeric_classes = classes.dtype.kind in "biuf"
-    is_number = isinstance(abstain_label, (Real, np.number)) and not isinstance(
-        abstain_label, (bool, np.bool_)
-    )
-    if numeric_classes != is_number:
-        raise TypeError(
-            f"abstain_label={abstain_label!r} must have the same type as the "
-            f"class labels ({'numbers' if numeric_classes else 'strings'})."
-        )
-    if np.any(classes == abstain_label):
-        raise ValueError(
-            f"abstain_label={abstain_label!r} is one of the classes; it must be "
-            "a value that no real answer can take."
-        )
+def abstain_label_for(classes):
+    """The label a classifier returns for the queries it does not answer.
+
+    Chosen from the public label set alone, outside it and of its kind:
+    ``-1`` for numbers (or one below the smallest class when ``-1`` is a
+    class), ``"abstain"`` for strings (with ``"_"`` prepended until it is
+    not a class). Abstentions are also marked by ``predict(X,
+    return_abstained=True)``, which is the way to read them.
+
+    Parameters
+    ----------
+    classes : ndarray of shape (n_classes,)
+
+    Returns
+    -------
+    label : int, float or str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn._validation import abstain_label_for
+    >>> abstain_label_for(np.array([0, 1])), abstain_label_for(np.array([-1, 2]))
+    (-1, -2)
+    >>> abstain_label_for(np.array(["<=50K", ">50K"]))
+    'abstain'
+    """
+    if classes.dtype.kind in "biuf":
+        smallest = classes.min()
+        label = -1 if (-1 not in classes) else smallest - 1
+        return float(label) if classes.dtype.kind == "f" else int(label)
+    label = "abstain"
+    while np.any(classes == label):
+        label = "_" + label
+    return label
 
 
 def output_dtype(classes, abstain_label):
     """The dtype that holds both the class labels and ``abstain_label``."""
     if abstain_label is None:
         return classes.dtype
+    if classes.dtype.kind == "b":
+        return np.dtype(np.int64)
     return np.result_type(classes, np.asarray([abstain_label]))
 
 

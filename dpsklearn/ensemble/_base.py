@@ -9,9 +9,11 @@ per class (through the fused path when every teacher is linear).
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
-from sklearn.base import is_classifier
+import numpy as np
+from sklearn.base import is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import get_tags
@@ -19,18 +21,34 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import accepts_nan, warn_if_delta_large
-from ..metrics._abstention import predict_with_abstentions, warn_if_abstained
+from .._validation import accepts_nan, output_dtype, warn_if_delta_large
+from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 
-__all__ = ["ENSEMBLE_CONSTRAINTS", "TeacherEnsembleMixin"]
+__all__ = [
+    "ENSEMBLE_CONSTRAINTS",
+    "MIN_SAMPLES_PER_SHARD",
+    "TeacherEnsembleMixin",
+    "labels_from_indices",
+]
+
+#: Rows per shard that ``n_estimators="auto"`` keeps at least.
+MIN_SAMPLES_PER_SHARD = 20
+#: Fewer rows per teacher than this draws a warning before anything is trained.
+_FEW_ROWS_PER_SHARD = 10
+#: Parameters of common estimators that a teacher's shard must exceed, and how.
+_SHARD_SIZE_PARAMETERS = {
+    "min_samples_leaf": 2,  # two leaves need twice the leaf size
+    "min_samples_split": 1,
+    "n_neighbors": 1,
+    "min_child_samples": 2,
+}
 
 # Constraints shared by every teacher ensemble.
 ENSEMBLE_CONSTRAINTS = {
     "estimator": [HasMethods(["fit", "predict"]), None],
     "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "epsilon": [Interval(Real, 0, None, closed="neither")],
-    "min_samples_per_shard": [Interval(Integral, 1, None, closed="left")],
     "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
     "random_state": ["random_state"],
     "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
@@ -74,8 +92,69 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         warn_if_delta_large(delta, n_samples, stacklevel=5)
 
     def _supported_n_estimators(self, n_samples):
-        """The most teachers that keep ``min_samples_per_shard`` rows each."""
-        return max(1, n_samples // self.min_samples_per_shard)
+        """The most teachers that keep ``MIN_SAMPLES_PER_SHARD`` rows each."""
+        return max(1, n_samples // MIN_SAMPLES_PER_SHARD)
+
+    def _check_teacher(self, n_samples, *, classifier, y=None):
+        """Refuse, before anything is spent, a teacher that cannot learn here.
+
+        Public facts only: the estimator's type and parameters, the public
+        label count, and the number of rows each of the most teachers the
+        data supports would get (``n_estimators`` itself is checked again
+        once resolved, by :meth:`_check_shard_size`).
+        """
+        base = self._base_estimator()
+        if classifier and is_regressor(base):
+            raise TypeError(
+                f"estimator={base!r} is a regressor, but {type(self).__name__} "
+                "needs classifier teachers (their votes are class labels). Use a "
+                "classifier, or a regression estimator of dpsklearn."
+            )
+        if not classifier and is_classifier(base):
+            raise TypeError(
+                f"estimator={base!r} is a classifier, but {type(self).__name__} "
+                "averages regression predictions. Use a regressor."
+            )
+        if classifier and y is not None and np.unique(y).size < 2:
+            raise ValueError(
+                "y holds a single class: every teacher would vote for it, and "
+                "nothing about the data could be learned privately. Pass "
+                "training labels with at least two classes."
+            )
+
+    def _check_shard_size(self, n_samples, n_estimators):
+        """Warn (or refuse) before training when shards are too small to learn."""
+        rows = n_samples // n_estimators
+        base = self._base_estimator()
+        try:
+            params = base.get_params(deep=True)
+        except Exception:
+            params = {}
+        for name, value in params.items():
+            key = name.rsplit("__", 1)[-1]
+            factor = _SHARD_SIZE_PARAMETERS.get(key)
+            if (
+                factor is None
+                or not isinstance(value, Integral)
+                or isinstance(value, bool)
+            ):
+                continue
+            if rows < factor * value:
+                raise ValueError(
+                    f"n_estimators={n_estimators} leaves {rows} rows per teacher, "
+                    f"but the teacher's {name}={value} needs at least "
+                    f"{factor * value}: every teacher would predict a constant. "
+                    "Use fewer teachers (more rows each), or lower "
+                    f"{name}."
+                )
+        if rows < _FEW_ROWS_PER_SHARD:
+            warnings.warn(
+                f"n_estimators={n_estimators} leaves {rows} rows per teacher: "
+                "teachers this small rarely learn more than the majority "
+                "class. Fewer, larger shards (or a public feature map) help.",
+                UserWarning,
+                stacklevel=6,
+            )
 
     def _resolve_n_estimators(self, n_samples):
         if self.n_estimators == "auto":
@@ -154,3 +233,22 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         """Query rows by the input rule of ``fit`` (before anything is spent)."""
         check_is_fitted(self)
         return self._validate_input(X, reset=False)
+
+
+def labels_from_indices(model, values):
+    """Class labels of released class indices; ``abstain_label_`` where abstained.
+
+    ``values`` holds the fields ``"label"`` (indices into ``classes_``) and,
+    optionally, ``"abstained"``; the array has a dtype that holds both the
+    classes and the abstention label (so padding never truncates it).
+    """
+    classes = model.classes_
+    index = values["label"]
+    abstained = values.get("abstained")
+    if abstained is None:
+        abstained = np.zeros(index.shape[0], dtype=bool)
+    labels = np.empty(index.shape[0], dtype=output_dtype(classes, model.abstain_label_))
+    labels[~abstained] = classes[index[~abstained]]
+    if abstained.any():
+        labels[abstained] = model.abstain_label_
+    return labels

@@ -313,11 +313,18 @@ class BaseKnowledgeTransfer(RefusesSeveredCopies, BaseEstimator):
         rounds_iter = iter(rounds)
         chosen = next(rounds_iter)
         while True:
+            served_before = _rows_served(teacher)
             try:
                 released, abstain = self._released_labels(
                     teacher, take_rows(X_public, chosen)
                 )
                 exhausted = None
+                n_done = _rows_served(teacher) - served_before
+                if _has_halted(teacher) and n_done < len(chosen):
+                    # The rows after the budget ran out were abstained on
+                    # (free); they were never answered, so they stay unasked.
+                    exhausted = True
+                    released, abstain = released[:n_done], abstain[:n_done]
             except BudgetExhaustedError as err:
                 exhausted = err
                 released = np.asarray(err.partial_predictions)[: err.n_answered]
@@ -365,3 +372,15 @@ class BaseKnowledgeTransfer(RefusesSeveredCopies, BaseEstimator):
         """
         check_is_fitted(self)
         return self.student_.predict(self._validate_query(X))
+
+
+def _rows_served(teacher):
+    """Rows the teacher's mechanism has released so far (public counter)."""
+    status = getattr(teacher, "budget_status", None)
+    return status().n_served if callable(status) else 0
+
+
+def _has_halted(teacher):
+    """Whether the teacher answers nothing more (its budget or cap is spent)."""
+    status = getattr(teacher, "budget_status", None)
+    return bool(callable(status) and status().halted)

@@ -20,15 +20,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
-from .._base import PublicLabelsMixin, keeps_live_model
+from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
-from .._validation import take_rows
-from ..mechanisms import GNMaxRelease, SoftMajority
+from .._validation import abstain_label_for, take_rows
+from ..mechanisms import (
+    Exponential,
+    GNMax,
+    GNMaxRelease,
+    MechanismOptions,
+    resolve_mechanism,
+)
 from ..noise import project_to_simplex
 from ..planning import private_prediction_r
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_class_probabilities
-from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin, labels_from_indices
 
 __all__ = ["PrivatePredictionClassifier"]
 
@@ -36,7 +42,6 @@ PRIVATE_PREDICTION_CONSTRAINTS = {
     **ENSEMBLE_CONSTRAINTS,
     "delta": [Interval(Real, 0, 1, closed="left")],
     "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-    "calibration": [StrOptions({"auto", "basic", "zcdp", "rdp"})],
 }
 
 
@@ -52,10 +57,14 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             )
 
     def _serve(self, X, method, statistic, finish):
-        """Answer ``X`` through the release cache of ``method``."""
+        """Answer ``X`` through the release cache of ``method``.
+
+        Returns the answers and the mask of rows abstained on (those after
+        the budget is spent).
+        """
         state = self._serving_state_
         cache = state.caches[method]
-        answers, _ = serve(
+        return serve(
             state,
             method,
             X.shape[0],
@@ -64,7 +73,6 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             fields=cache.fields,
             keys=row_keys(X),
         )
-        return answers
 
 
 def _teachers_have(method):
@@ -80,7 +88,7 @@ def _proba_available(self):
     """GNMax's ``predict_proba`` reads only votes; the other needs teacher rows."""
     mechanism = getattr(self, "privacy_mechanism_", None)
     gnmax = (
-        self.mechanism == "gnmax"
+        self.mechanism == "gnmax" or isinstance(self.mechanism, GNMax)
         if mechanism is None
         else isinstance(mechanism, GNMaxRelease)
     )
@@ -137,40 +145,35 @@ class PrivatePredictionClassifier(
         Base classifier cloned for each shard; ``None`` means
         :class:`~sklearn.linear_model.LogisticRegression`.
     n_estimators : int or "auto", default="auto"
-        Number of teachers ``k``. ``"auto"``: Theorem 1's
-        ``r = ceil(6 ln(4 / target_error) / eps_q)``, capped by the data (each
-        shard keeps ``min_samples_per_shard`` rows; a warning says when the
-        cap binds).
+        Number of teachers ``k``. ``"auto"``: for the exponential mechanism,
+        Theorem 1's ``r = ceil(6 ln(4 / target_error) / eps_q)`` (the
+        mechanism's ``target_error``), capped by the data (20 rows per
+        shard; a warning says when the cap binds); for GNMax, the most
+        teachers the data supports, since ``sigma`` does not depend on ``k``
+        while the vote gaps grow with it.
     epsilon : float, default=1.0
         Total privacy budget of the fitted model.
     delta : float, default=1e-5
         Total delta, in [0, 1). ``delta=0`` allows only basic composition
-        (and is refused under ``mechanism="gnmax"``).
+        (and is refused by GNMax).
     max_queries : int, default=1000
         ``m``: query units the budget pays for (part of the guarantee;
-        ``None`` is refused). The unit after the last raises
-        :class:`BudgetExhaustedError`. Cost per new distinct row (a row
-        already released by the same method is free): ``predict`` 1;
-        ``predict_proba`` 4 under ``calibration_`` ``"zcdp"`` or ``"rdp"``
-        and 1 under ``"basic"`` (``proba_cost_``); under ``mechanism=
-        "gnmax"`` 1 for either method, shared (a row ``predict`` released is
-        free for ``predict_proba`` and vice versa); ``score`` is ``predict``
-        on its rows.
-    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
-        Composition that turns the total into ``eps_q``
-        (:func:`~dpsklearn.accounting.per_release_epsilon`); ``"auto"`` takes
-        the one with the largest ``eps_q`` (the one that answers best) and
-        records it in ``calibration_``. Under ``mechanism="gnmax"`` it
-        certifies ``sigma`` instead (``"rdp"`` or ``"zcdp"``; ``"auto"``
-        takes the smaller ``sigma``); ``"basic"`` is refused there (a
-        Gaussian release has no pure epsilon).
-    target_error : float, default=0.1
-        ``alpha`` of Theorem 1, used by ``n_estimators="auto"`` (not under
-        ``mechanism="gnmax"``).
+        ``None`` is refused). Units after the last are abstained on (free).
+        Cost per new distinct row (a row already released by the same
+        method is free): ``predict`` 1; ``predict_proba`` ``proba_cost_``
+        (4 when the split is certified through zCDP or RDP, 1 otherwise);
+        under GNMax 1 for either method, shared (a row ``predict`` released
+        is free for ``predict_proba`` and vice versa); ``score`` is
+        ``predict`` on its rows.
+    mechanism : {"exponential", "gnmax"} or object, default="exponential"
+        ``"exponential"`` or :class:`~dpsklearn.mechanisms.Exponential`:
+        Dwork and Feldman's soft majority at ``eps_q`` per row; ``"gnmax"``
+        or :class:`~dpsklearn.mechanisms.GNMax`: the Gaussian noisy argmax
+        (see above). The composition that splits the budget is the tightest
+        admissible one (recorded in ``calibration_``).
     classes : array-like, default=None
         The public label set. ``None`` takes ``unique(y)`` with a
         :class:`PrivacyLeakWarning`.
-    min_samples_per_shard : int, default=20
     accountant : PrivacyAccountant, default=None
         A shared budget to draw from; ``None`` gives the model its own.
     random_state : int, RandomState instance or None, default=None
@@ -179,21 +182,18 @@ class PrivatePredictionClassifier(
         Seeds the mechanism noise, for tests only (warns with
         :class:`PrivacyLeakWarning`). ``None``: OS entropy at every fit.
     n_jobs : int, default=None
-        Parallel jobs for fitting teachers (joblib).
+        Parallel jobs for the teachers (joblib).
     verbose : int, default=0
         Progress of the fit and per-call spends (never votes or noise).
-    mechanism : {"exponential", "gnmax"}, default="exponential"
-        ``"exponential"``: Dwork and Feldman's soft majority at ``eps_q``
-        per row (:class:`~dpsklearn.mechanisms.SoftMajority`).
-        ``"gnmax"``: the Gaussian noisy argmax (see above); there
-        ``n_estimators="auto"`` is the largest ``k`` the data supports,
-        ``max(1, n_samples // min_samples_per_shard)``, since ``sigma``
-        does not depend on ``k`` while the vote gaps grow with it (more
-        teachers, fewer answers flipped by the noise).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    abstain_label_ : int, float or str
+        The answer to queries after ``max_queries`` units are spent (free):
+        ``-1`` for number labels, ``"abstain"`` for strings.
+    mechanism_ : Exponential or GNMax
+        The mechanism options used.
     estimators_ : list of estimators
         The teachers (not private), fitted on class indices into ``classes_``.
     n_estimators_ : int
@@ -205,10 +205,11 @@ class PrivatePredictionClassifier(
         ``mechanism="gnmax"``: scale of the discrete Gaussian noise on each
         vote count; ``None`` under the exponential mechanism.
     calibration_ : str
-        The one used: ``"basic"``, ``"zcdp"`` or ``"rdp"``, or under
-        ``"auto"`` also ``"kov"`` (optimal composition) or
-        ``"bounded_range"`` (the exact adaptive composition of
-        exponential-mechanism answers, Dong, Durfee and Rogers 2020).
+        The composition that split the budget: ``"bounded_range"`` (the
+        exact adaptive composition of exponential-mechanism answers, Dong,
+        Durfee and Rogers 2020), ``"basic"``, ``"kov"``, ``"zcdp"`` or
+        ``"rdp"``, whichever certifies the largest ``eps_q`` (the sigma of
+        GNMax).
     proba_cost_ : int
         Query units charged per ``predict_proba`` row (1 under
         ``mechanism="gnmax"``, and nothing for a row ``predict`` released).
@@ -263,10 +264,12 @@ class PrivatePredictionClassifier(
 
     _parameter_constraints: dict = {
         **PRIVATE_PREDICTION_CONSTRAINTS,
-        "target_error": [Interval(Real, 0, 1, closed="neither")],
+        "mechanism": [StrOptions({"exponential", "gnmax"}), MechanismOptions],
         "classes": ["array-like", None],
-        "mechanism": [StrOptions({"exponential", "gnmax"})],
     }
+
+    #: The mechanisms this estimator runs, by shorthand.
+    _mechanisms = {"exponential": Exponential, "gnmax": GNMax}
 
     def __init__(
         self,
@@ -276,48 +279,48 @@ class PrivatePredictionClassifier(
         epsilon=1.0,
         delta=1e-5,
         max_queries=1000,
-        calibration="auto",
-        target_error=0.1,
+        mechanism="exponential",
         classes=None,
-        min_samples_per_shard=20,
         accountant=None,
         random_state=None,
         noise_random_state=None,
         n_jobs=None,
         verbose=0,
-        mechanism="exponential",
     ):
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.epsilon = epsilon
         self.delta = delta
         self.max_queries = max_queries
-        self.calibration = calibration
-        self.target_error = target_error
+        self.mechanism = mechanism
         self.classes = classes
-        self.min_samples_per_shard = min_samples_per_shard
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-        self.mechanism = mechanism
 
     # -- fit -----------------------------------------------------------------
-    def _resolve_k(self, n_samples, epsilon_per_query):
+    def _resolve_k(self, n_samples, options):
         if self.n_estimators != "auto":
             return self._resolve_n_estimators(n_samples)
-        needed = private_prediction_r(self.target_error, epsilon_per_query)  # Thm 1
         supported = self._supported_n_estimators(n_samples)
+        if isinstance(options, GNMax):
+            # sigma does not depend on k, so "auto" takes every teacher the
+            # data supports (more teachers, fewer answers flipped by noise).
+            return supported
+        epsilon_per_query = options.epsilon_per_query(
+            self.epsilon, self.delta, self.max_queries
+        )
+        needed = private_prediction_r(options.target_error, epsilon_per_query)  # Thm 1
         if needed > supported:
             warnings.warn(
                 f"n_estimators='auto': Theorem 1 asks for r={needed} teachers "
                 f"(eps_q={epsilon_per_query:.4g}, target_error="
-                f"{self.target_error}), but n_samples={n_samples} supports only "
-                f"k={supported} at min_samples_per_shard="
-                f"{self.min_samples_per_shard}; using k={supported}.",
+                f"{options.target_error}), but n_samples={n_samples} supports "
+                f"only k={supported} at 20 rows per shard; using k={supported}.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=6,
             )
         return min(needed, supported)
 
@@ -339,81 +342,75 @@ class PrivatePredictionClassifier(
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
         self._check_max_queries()
-        gnmax = self.mechanism == "gnmax"
-        if gnmax:
-            self._check_gnmax_parameters()
-        X, y_encoded, classes = self._validate_classification_data(X, y)
-        n_samples, n_classes = X.shape[0], len(classes)
-        self._check_epsilon_delta(n_samples, delta_positive=gnmax)
-        if gnmax:
-            # sigma does not depend on k, so "auto" takes every teacher the
-            # data supports (more teachers, fewer answers flipped by noise).
-            mechanism = GNMaxRelease.calibrate(
-                self.epsilon, self.delta, self.max_queries, calibration=self.calibration
-            )
-            n_estimators = self._resolve_n_estimators(n_samples)
-            noisy_counts = ReleaseCache({"noisy_counts": (np.int64, (n_classes,))})
-            # predict and predict_proba read one release per row: one cache.
-            caches = {"predict": noisy_counts, "predict_proba": noisy_counts}
-            costs = {"predict": 1, "predict_proba": 1}
-        else:
-            eps_q, _ = SoftMajority.epsilon_per_query_for(
-                self.epsilon, self.delta, self.max_queries, self.calibration
-            )
-            n_estimators = self._resolve_k(n_samples, eps_q)
-            mechanism = SoftMajority.calibrate(
-                self.epsilon,
-                self.delta,
-                self.max_queries,
-                n_teachers=n_estimators,
-                n_classes=n_classes,
-                calibration=self.calibration,
-            )
-            caches = {
-                "predict": ReleaseCache({"label": (np.int64, ())}),
-                "predict_proba": ReleaseCache({"proba": (np.float64, (n_classes,))}),
-            }
-            costs = {"predict": 1, "predict_proba": mechanism.proba_cost}
-        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
-
-        teachers = self._fit_teachers(X, y_encoded, n_estimators, n_classes=n_classes)
-
-        accountant.spend_events(events)  # atomic: the whole release is reserved
-        state, _ = self._start_serving(
-            mechanism,
-            accountant,
-            max_queries=self.max_queries,
-            costs=costs,
-            caches=caches,
+        options = resolve_mechanism(
+            self.mechanism, self._mechanisms, owner=type(self).__name__
         )
-        self._set_fitted(
-            {
-                "classes_": classes,
-                **teachers,
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
-                **mechanism.fitted_attributes(),
-                "_serving_state_": state,
-            }
-        )
-        return self
-
-    def _check_gnmax_parameters(self):
-        """Refuse what GNMax cannot certify, before any data is read or spent."""
-        if self.calibration == "basic":
-            raise ValueError(
-                "calibration='basic' is not available with mechanism='gnmax': "
-                "a Gaussian release has no pure epsilon to add up. Use "
-                "calibration='auto', 'rdp' or 'zcdp'."
-            )
-        if self.delta == 0:
+        gnmax = isinstance(options, GNMax)
+        if gnmax and self.delta == 0:
             raise ValueError(
                 "delta=0 is not allowed with mechanism='gnmax': the Gaussian "
                 "mechanism's guarantee needs delta > 0. Pass a delta in (0, 1), "
                 "or use mechanism='exponential' for a pure guarantee."
             )
+        X, y_encoded, classes = self._validate_classification_data(X, y)
+        n_samples, n_classes = X.shape[0], len(classes)
+        self._check_epsilon_delta(n_samples, delta_positive=gnmax)
+        self._check_teacher(n_samples, classifier=True, y=y_encoded)
+        n_estimators = self._resolve_k(n_samples, options)
+        self._check_shard_size(n_samples, n_estimators)
+        mechanism = options.calibrate(
+            self.epsilon,
+            self.delta,
+            max_queries=self.max_queries,
+            n_teachers=n_estimators,
+            n_classes=n_classes,
+        )
+        if gnmax:
+            noisy_counts = ReleaseCache({"noisy_counts": (np.int64, (n_classes,))})
+            # predict and predict_proba read one release per row: one cache.
+            caches = {"predict": noisy_counts, "predict_proba": noisy_counts}
+            costs = {"predict": 1, "predict_proba": 1}
+        else:
+            caches = {
+                "predict": ReleaseCache({"label": (np.int64, ())}),
+                "predict_proba": ReleaseCache({"proba": (np.float64, (n_classes,))}),
+            }
+            costs = {"predict": 1, "predict_proba": mechanism.proba_cost}
+        abstain_label = abstain_label_for(classes)
+        return FitPlan(
+            mechanism,
+            X,
+            y_encoded,
+            delta=self.delta,
+            training={"n_estimators": n_estimators, "n_classes": n_classes},
+            serving={
+                "max_queries": self.max_queries,
+                "costs": costs,
+                "caches": caches,
+                "on_exhausted": "abstain",
+                "fill": {
+                    "predict": abstain_label,
+                    "predict_proba": np.full(n_classes, 1.0 / n_classes),
+                },
+            },
+            attributes={
+                "classes_": classes,
+                "abstain_label_": abstain_label,
+                "mechanism_": options,
+            },
+        )
+
+    def _train(self, plan):
+        return self._fit_teachers(
+            plan.X,
+            plan.y,
+            plan.training["n_estimators"],
+            n_classes=plan.training["n_classes"],
+        )
 
     def _mean_teacher_proba(self, X):
         """Mean over teachers of each teacher's clipped, renormalised row."""
@@ -441,39 +438,36 @@ class PrivatePredictionClassifier(
         X : array-like of shape (n_queries, n_features)
             Public query points.
         return_abstained : bool, default=False
-            Also return the abstention mask (all False: this mechanism
-            answers every row it can pay for). For a uniform interface with
-            :class:`SubsampleAggregateClassifier` and
-            :class:`KnowledgeTransferClassifier`.
+            Also return the abstention mask: the rows answered with
+            ``abstain_label_`` because ``max_queries`` units were spent (this
+            mechanism answers every row it can pay for).
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
-
-        Raises
-        ------
-        BudgetExhaustedError
-            When ``max_queries`` units are spent part-way; the error carries
-            the answers already paid for in ``partial_predictions``.
         """
         X = self._validate_query(X)
-        classes = self.classes_
         if self._is_gnmax():
             # argmax of the noisy counts, ties to the lowest class index
-            labels = self._serve(
+            labels, abstained = self._serve(
                 X,
                 "predict",
                 self._vote_counts,
-                lambda v: classes[np.argmax(v["noisy_counts"], axis=1)],
+                lambda v: labels_from_indices(
+                    self, {"label": np.argmax(v["noisy_counts"], axis=1)}
+                ),
             )
         else:
-            labels = self._serve(
-                X, "predict", self._vote_counts, lambda v: classes[v["label"]]
+            labels, abstained = self._serve(
+                X,
+                "predict",
+                self._vote_counts,
+                lambda v: labels_from_indices(self, v),
             )
         if return_abstained:
-            return labels, np.zeros(X.shape[0], dtype=bool)
+            return labels, abstained
         return labels
 
     @available_if(_proba_available)
@@ -502,23 +496,20 @@ class PrivatePredictionClassifier(
         Returns
         -------
         proba : ndarray of shape (n_queries, n_classes)
-            Rows are probability vectors.
-
-        Raises
-        ------
-        BudgetExhaustedError
-            When the budget is spent part-way (``partial_predictions`` holds
-            the rows already paid for).
+            Rows are probability vectors; rows after ``max_queries`` units
+            are spent are uniform (an abstention: free, data-independent).
         """
         X = self._validate_query(X)
         if self._is_gnmax():
             k = self.n_estimators_
-            return self._serve(
+            proba, _ = self._serve(
                 X,
                 "predict_proba",
                 self._vote_counts,
                 lambda v: project_to_simplex(v["noisy_counts"] / k),
             )
-        return self._serve(
+            return proba
+        proba, _ = self._serve(
             X, "predict_proba", self._mean_teacher_proba, lambda v: v["proba"]
         )
+        return proba

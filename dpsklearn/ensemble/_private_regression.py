@@ -14,23 +14,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 
-from .._base import keeps_live_model
+from .._base import FitPlan, keeps_live_model
 from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
-from ..mechanisms import clipped_mean_release
+from ..mechanisms import ClippedMean, MechanismOptions, resolve_mechanism
 from ..serving import ReleaseCache
 from ..teachers import teacher_outputs
 from ._private_prediction import PRIVATE_PREDICTION_CONSTRAINTS, _PrivatePredictionBase
 
 __all__ = ["PrivatePredictionRegressor"]
-
-#: The regressor's calibrations: the Laplace splits of the classifier, and
-#: the discrete Gaussian release.
-REGRESSOR_CALIBRATIONS = {
-    *PRIVATE_PREDICTION_CONSTRAINTS["calibration"][0].options,
-    "gaussian",
-}
-
 
 class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEstimator):
     """Private regressor: the clipped mean of the teachers, with grid noise.
@@ -46,8 +38,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     clipped to the range: discrete Laplace ``DLap(units/eps_q)`` at a
     per-query epsilon, or discrete Gaussian ``N_Z(0, sigma_u^2)`` with
     ``sigma_u = units sqrt(m / (2 rho))`` (``docs/design.rst``, "Gaussian
-    per-query releases"). ``calibration="auto"`` takes the one with the
-    smaller noise and records it in ``calibration_``.
+    per-query releases"). ``ClippedMean(noise="auto")`` takes the one with
+    the smaller noise and records it in ``calibration_``.
 
     Privacy: everything all calls to ``predict`` and ``score``
     ever release is ``(epsilon, delta)``-DP with respect to replacing one
@@ -64,29 +56,26 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     estimator : estimator, default=None
         Base regressor; ``None`` means :class:`~sklearn.linear_model.Ridge`.
     n_estimators : int or "auto", default="auto"
-        ``k``; ``"auto"``: the largest ``k`` keeping ``min_samples_per_shard``
-        rows per shard (more teachers, less noise).
+        ``k``; ``"auto"``: the largest ``k`` keeping 20 rows per shard (more
+        teachers, less noise).
     epsilon : float, default=1.0
     delta : float, default=1e-5
         In [0, 1); ``0`` allows only basic composition.
     max_queries : int, default=1000
         Rows the budget pays for (part of the guarantee; ``None`` refused).
         ``predict`` (and ``score``) costs 1 unit per new distinct row; a row
-        asked again is answered from the release cache, free.
-    calibration : {"auto", "basic", "zcdp", "rdp", "gaussian"}, default="auto"
-        ``"basic"``, ``"zcdp"``, ``"rdp"``: grid Laplace at the per-query
-        epsilon of that split (:func:`~dpsklearn.accounting.per_release_epsilon`,
-        as in :class:`PrivatePredictionClassifier`). ``"gaussian"``: discrete
-        Gaussian noise, ``sigma`` certified by dp_accounting's RDP accountant
-        or zCDP, whichever allows less noise (needs ``delta > 0``).
-        ``"auto"``: of the Laplace release at ``per_release_epsilon``'s
-        ``"auto"`` split and the Gaussian one, the one whose noise has the
-        smaller standard deviation (:func:`~dpsklearn.mechanisms.value_release`);
-        Laplace for a few queries, Gaussian for many.
+        asked again is answered from the release cache, free. Rows after the
+        last unit are abstained on: they get the centre of ``target_range_``
+        (free, data-independent), marked by ``return_abstained``.
+    mechanism : "clipped_mean" or object, default="clipped_mean"
+        How each answer is released:
+        :class:`~dpsklearn.mechanisms.ClippedMean` (``noise="auto"``: grid
+        Laplace for a few queries, discrete Gaussian for many; the
+        composition that splits the budget is the tightest admissible one,
+        recorded in ``calibration_``).
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
         ``y`` with a :class:`PrivacyLeakWarning`.
-    min_samples_per_shard : int, default=20
     accountant : PrivacyAccountant, default=None
     random_state : int, RandomState instance or None, default=None
     noise_random_state : int, default=None
@@ -98,6 +87,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     ----------
     estimators_ : list of estimators
     n_estimators_ : int
+    mechanism_ : ClippedMean
+        The mechanism options used.
     epsilon_per_query_ : float or None
         The per-query epsilon of the Laplace release; ``None`` for the
         Gaussian one (a Gaussian release has no pure epsilon).
@@ -105,7 +96,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         The calibration used: ``"basic"``, ``"zcdp"``, ``"rdp"`` or ``"kov"``
         (grid Laplace; ``"kov"`` is the optimal composition of the pure
         per-query releases, Kairouz, Oh and Viswanath 2015) or
-        ``"gaussian"``; with ``calibration="auto"``, the one chosen.
+        ``"gaussian"``: the one chosen.
     target_range_ : tuple of float
     sensitivity_ : float
         ``(hi - lo) / k``.
@@ -116,7 +107,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         ``sigma_``.
     noise_std_ : float
         Standard deviation of the released noise in target units (what
-        ``calibration="auto"`` compares).
+        ``noise="auto"`` compares).
     sigma_ : float
         Only for ``calibration_ == "gaussian"``: ``grid_step_ * sigma_u``.
     accountant_ : PrivacyAccountant or PrivacyLedger
@@ -146,9 +137,12 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
 
     _parameter_constraints: dict = {
         **PRIVATE_PREDICTION_CONSTRAINTS,
-        "calibration": [StrOptions(REGRESSOR_CALIBRATIONS)],
+        "mechanism": [StrOptions({"clipped_mean"}), MechanismOptions],
         "target_range": ["array-like", None],
     }
+
+    #: The mechanisms this estimator runs, by shorthand.
+    _mechanisms = {"clipped_mean": ClippedMean}
 
     def __init__(
         self,
@@ -158,9 +152,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         epsilon=1.0,
         delta=1e-5,
         max_queries=1000,
-        calibration="auto",
+        mechanism="clipped_mean",
         target_range=None,
-        min_samples_per_shard=20,
         accountant=None,
         random_state=None,
         noise_random_state=None,
@@ -172,9 +165,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         self.epsilon = epsilon
         self.delta = delta
         self.max_queries = max_queries
-        self.calibration = calibration
+        self.mechanism = mechanism
         self.target_range = target_range
-        self.min_samples_per_shard = min_samples_per_shard
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
@@ -197,44 +189,45 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
         self._check_max_queries()
+        options = resolve_mechanism(
+            self.mechanism, self._mechanisms, owner=type(self).__name__
+        )
         y = check_regression_targets(y)
         X, y = self._validate_input(X, y, y_numeric=True)
-        lo, hi = check_target_range(self.target_range, y, type(self).__name__, 4)
+        lo, hi = check_target_range(self.target_range, y, type(self).__name__, 6)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=False)
+        self._check_teacher(n_samples, classifier=False)
         n_estimators = self._resolve_n_estimators(n_samples)
-        mechanism = clipped_mean_release(
+        self._check_shard_size(n_samples, n_estimators)
+        mechanism = options.calibrate(
             self.epsilon,
             self.delta,
-            self.max_queries,
+            max_queries=self.max_queries,
             target_range=(lo, hi),
             n_teachers=n_estimators,
-            calibration=self.calibration,
         )
-        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
-
-        teachers = self._fit_teachers(X, y, n_estimators)
-
-        accountant.spend_events(events)
-        state, _ = self._start_serving(
+        return FitPlan(
             mechanism,
-            accountant,
-            max_queries=self.max_queries,
-            caches={"predict": ReleaseCache({"value": (np.float64, ())})},
+            X,
+            y,
+            delta=self.delta,
+            training={"n_estimators": n_estimators},
+            serving={
+                "max_queries": self.max_queries,
+                "caches": {"predict": ReleaseCache({"value": (np.float64, ())})},
+                "on_exhausted": "abstain",
+                "fill": lo + 0.5 * (hi - lo),
+            },
+            attributes={"target_range_": (lo, hi), "mechanism_": options},
         )
-        self._set_fitted(
-            {
-                **teachers,
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
-                **mechanism.fitted_attributes(),
-                "target_range_": (lo, hi),
-                "_serving_state_": state,
-            }
-        )
-        return self
+
+    def _train(self, plan):
+        return self._fit_teachers(plan.X, plan.y, plan.training["n_estimators"])
 
     def _clipped_mean(self, X):
         """The mean of the teachers' predictions, each clipped to the range first."""
@@ -245,22 +238,26 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
             total[chunk] = np.clip(predictions, lo, hi).sum(axis=0)
         return total / len(self.estimators_)
 
-    def predict(self, X):
+    def predict(self, X, return_abstained=False):
         """Private predictions for ``X``, one query unit per new distinct row.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+        return_abstained : bool, default=False
+            Also return the mask of rows abstained on (answered with the
+            centre of ``target_range_`` because ``max_queries`` was spent).
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
-
-        Raises
-        ------
-        BudgetExhaustedError
-            When ``max_queries`` rows are spent part-way; the error carries
-            the answers already paid for in ``partial_predictions``.
+        abstained : bool ndarray of shape (n_queries,)
+            Only when ``return_abstained=True``.
         """
         X = self._validate_query(X)
-        return self._serve(X, "predict", self._clipped_mean, lambda v: v["value"])
+        values, abstained = self._serve(
+            X, "predict", self._clipped_mean, lambda v: v["value"]
+        )
+        if return_abstained:
+            return values, abstained
+        return values

@@ -17,11 +17,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
 
-from .._base import keeps_live_model
+from .._base import FitPlan, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import check_regression_targets, check_target_range, take_rows
-from ..mechanisms import SoftLabelTest
-from ..mechanisms._stability import _n_bins
+from ..mechanisms import MechanismOptions, SoftLabelHistogram, resolve_mechanism
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_outputs
 from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
@@ -42,22 +41,27 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     fullest bin, for free. Otherwise a fresh threshold tests the histogram
     on the partition shifted by ``gamma/2``: a pass answers the shifted bin's
     midpoint and adds 1 to the abstention count ``c``; a second fail answers
-    ``fallback`` and adds 2. The model halts when ``c`` reaches
-    ``max_unstable``. Answers are mapped back to ``target_range``.
+    the mechanism's ``fallback`` and adds 2. The model halts when ``c``
+    reaches ``max_unstable``. Answers are mapped back to ``target_range``.
+    The mechanism's options (``gamma``, ``max_unstable``, ``fallback``,
+    ``noisy_mean_share``, ``noise``) live on
+    :class:`~dpsklearn.mechanisms.SoftLabelHistogram`.
 
     Privacy: everything all calls to ``predict`` and ``score``
     ever release is ``(epsilon, delta)``-DP with respect to replacing one
     training record. ``c`` counts failed tests and every failed test ends one
     threshold draw, so at most ``max_unstable + 1`` draws happen: the sparse
-    vector is calibrated for ``T + 1`` (``calibration``;
-    :class:`~dpsklearn.mechanisms.SoftLabelTest`),
+    vector is calibrated for ``T + 1``
+    (:class:`~dpsklearn.mechanisms.SoftLabelTest`),
     with ``(1 - noisy_mean_share) epsilon`` when ``fallback="noisy_mean"``;
     that fallback answers each of the at most ``ceil(T/2)`` double failures
     with the grid-Laplace mean of the soft labels (sensitivity ``1/k``) at
     ``noisy_mean_share * epsilon / ceil(T/2)``. ``"midpoint"`` answers the
-    centre of ``target_range`` (data-independent, free). A row asked again
-    gets the answer already released for it, free. The fitted object holds
-    the teachers and is as secret as the training data.
+    centre of ``target_range`` (data-independent, free: an abstention). After
+    the model halts, or ``max_queries`` rows are served, every new row is
+    abstained on the same way. A row asked again gets the answer already
+    released for it, free. The fitted object holds the teachers and is as
+    secret as the training data.
 
     Parameters
     ----------
@@ -66,40 +70,23 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         {0, 1}; the soft label is the probability of class 1). ``None`` means
         :class:`~sklearn.linear_model.Ridge`.
     n_estimators : int or "auto", default="auto"
-        ``k``; ``"auto"``: the largest ``k`` keeping ``min_samples_per_shard``
-        rows per shard.
+        ``k``; ``"auto"``: the largest ``k`` keeping 20 rows per shard.
     epsilon : float, default=1.0
     delta : float, default=1e-5
         In (0, 1).
-    gamma : float, default=0.1
-        Bin width; ``1/gamma`` must be an integer >= 2.
     max_queries : int, default=None
         Operational cap on distinct query rows (not part of the guarantee,
-        except under ``calibration="gaussian"``). ``predict`` (and ``score``)
-        costs 1 unit per new distinct row; a row asked again is answered from
-        the release cache, free.
-    max_unstable : int, default=100
-        ``T``: the model halts when ``c`` reaches it.
-    calibration : {"auto", "laplace", "paper", "exact", "pure", "gaussian"}, \
-default="auto"
-        Sparse vector calibration for ``T + 1`` draws (``docs/design.rst``,
-        "The sparse vector test at full strength"); ``"auto"`` takes the
-        admissible one with the smallest threshold. ``"gaussian"`` needs
-        ``max_queries``, which then becomes part of the guarantee.
-    fallback : {"midpoint", "noisy_mean"}, default="midpoint"
-        Answer to a query that fails both tests.
-    noisy_mean_share : float, default=0.5
-        Share of ``epsilon`` reserved for ``fallback="noisy_mean"``.
+        except under Gaussian noise). ``predict`` (and ``score``) costs 1 unit
+        per new distinct row; a row asked again is answered from the release
+        cache, free.
+    mechanism : "soft_label" or SoftLabelHistogram, default="soft_label"
+        The double test and its options
+        (:class:`~dpsklearn.mechanisms.SoftLabelHistogram`: ``gamma``,
+        ``max_unstable``, ``fallback``, ``noisy_mean_share``, ``noise``).
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None``: ``(0, 1)`` for a
         classifier ``estimator``; inferred from ``y`` with a
         :class:`PrivacyLeakWarning` for a regressor.
-    on_exhausted : {"raise", "abstain"}, default="raise"
-        When the model has halted (or ``max_queries`` is reached): raise
-        :class:`BudgetExhaustedError` carrying the answers already paid for,
-        or answer every further new row with the centre of ``target_range``,
-        flagged as abstained (free: it does not depend on the data).
-    min_samples_per_shard : int, default=20
     accountant : PrivacyAccountant, default=None
     random_state : int, RandomState instance or None, default=None
         Seeds the partition and the teachers only.
@@ -112,6 +99,8 @@ default="auto"
     ----------
     estimators_ : list of estimators
     n_estimators_ : int
+    mechanism_ : SoftLabelHistogram
+        The mechanism options used.
     n_bins_ : int
         ``1/gamma``.
     soft_label_method_ : str
@@ -141,13 +130,13 @@ default="auto"
     Examples
     --------
     >>> import numpy as np
-    >>> from dpsklearn import SoftLabelPrivateRegressor
+    >>> from dpsklearn import SoftLabelHistogram, SoftLabelPrivateRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(4000, 3))
     >>> y = X[:, 0] + 0.1 * rng.normal(size=4000)
     >>> reg = SoftLabelPrivateRegressor(
-    ...     n_estimators=40, epsilon=1.0, gamma=0.25, target_range=(-4, 4),
-    ...     random_state=0).fit(X, y)
+    ...     n_estimators=40, epsilon=1.0, target_range=(-4, 4),
+    ...     mechanism=SoftLabelHistogram(gamma=0.25), random_state=0).fit(X, y)
     >>> values, abstained = reg.predict(X[:5], return_abstained=True)
     >>> values.shape, abstained.dtype
     ((5,), dtype('bool'))
@@ -156,17 +145,13 @@ default="auto"
     _parameter_constraints: dict = {
         **ENSEMBLE_CONSTRAINTS,
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "gamma": [Interval(Real, 0, 0.5, closed="right")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "calibration": [
-            StrOptions({"auto", "laplace", "paper", "exact", "pure", "gaussian"})
-        ],
-        "fallback": [StrOptions({"midpoint", "noisy_mean"})],
-        "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
+        "mechanism": [StrOptions({"soft_label"}), MechanismOptions],
         "target_range": ["array-like", None],
-        "on_exhausted": [StrOptions({"raise", "abstain"})],
     }
+
+    #: The mechanisms this estimator runs, by shorthand.
+    _mechanisms = {"soft_label": SoftLabelHistogram}
 
     def __init__(
         self,
@@ -175,15 +160,9 @@ default="auto"
         *,
         epsilon=1.0,
         delta=1e-5,
-        gamma=0.1,
         max_queries=None,
-        max_unstable=100,
-        calibration="auto",
-        fallback="midpoint",
-        noisy_mean_share=0.5,
+        mechanism="soft_label",
         target_range=None,
-        on_exhausted="raise",
-        min_samples_per_shard=20,
         accountant=None,
         random_state=None,
         noise_random_state=None,
@@ -194,15 +173,9 @@ default="auto"
         self.n_estimators = n_estimators
         self.epsilon = epsilon
         self.delta = delta
-        self.gamma = gamma
         self.max_queries = max_queries
-        self.max_unstable = max_unstable
-        self.calibration = calibration
-        self.fallback = fallback
-        self.noisy_mean_share = noisy_mean_share
+        self.mechanism = mechanism
         self.target_range = target_range
-        self.on_exhausted = on_exhausted
-        self.min_samples_per_shard = min_samples_per_shard
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
@@ -246,9 +219,9 @@ default="auto"
     def fit(self, X, y):
         """Train the teachers on disjoint shards and open a fresh budget.
 
-        Every input (``gamma``, ``target_range``, the estimator's soft-label
-        method, the data) is validated, and the budget checked, before
-        anything is spent.
+        Every input (the mechanism's options, ``target_range``, the
+        estimator's soft-label method, the data) is validated, and the budget
+        checked, before anything is spent.
 
         Parameters
         ----------
@@ -261,71 +234,69 @@ default="auto"
         -------
         self : object
         """
-        self._validate_params()
-        n_bins = _n_bins(self.gamma)
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
+        options = resolve_mechanism(
+            self.mechanism, self._mechanisms, owner=type(self).__name__
+        )
+        n_bins = options.n_bins()
         method = self._validate_soft_label_source()
         X, y, (lo, hi) = self._validate_targets(X, y, method)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
         n_estimators = self._resolve_n_estimators(n_samples)
-        mechanism = SoftLabelTest.calibrate(
-            self.epsilon,
-            self.delta,
-            max_unstable=self.max_unstable,
-            n_bins=n_bins,
-            calibration=self.calibration,
-            fallback=self.fallback,
-            noisy_mean_share=self.noisy_mean_share,
-            max_queries=self.max_queries,
+        self._check_shard_size(n_samples, n_estimators)
+        mechanism = options.calibrate(
+            self.epsilon, self.delta, max_queries=self.max_queries
         )
         if self.n_estimators == "auto":
-            self._warn_if_nothing_can_pass(n_estimators, mechanism.calibration)
-        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
-
-        teachers = self._fit_teachers(
+            self._warn_if_nothing_can_pass(n_estimators, options, mechanism)
+        return FitPlan(
+            mechanism,
             X,
             y,
-            n_estimators,
-            n_classes=2 if method == "predict_proba" else None,
-            fuse=False,
-        )
-
-        accountant.spend_events(events)
-        state, _ = self._start_serving(
-            mechanism,
-            accountant,
-            max_queries=self.max_queries,
-            caches={"predict": ReleaseCache(_FIELDS)},
-            on_exhausted=self.on_exhausted,
-            fill=lo + 0.5 * (hi - lo),
-        )
-        self._set_fitted(
-            {
-                **teachers,
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
-                **mechanism.fitted_attributes(),
+            delta=self.delta,
+            training={
+                "n_estimators": n_estimators,
+                "n_classes": 2 if method == "predict_proba" else None,
+            },
+            serving={
+                "max_queries": self.max_queries,
+                "caches": {"predict": ReleaseCache(_FIELDS)},
+                "on_exhausted": "abstain",
+                "fill": lo + 0.5 * (hi - lo),
+            },
+            attributes={
+                "mechanism_": options,
                 "n_bins_": n_bins,
                 "soft_label_method_": method,
                 "target_range_": (lo, hi),
-                "_serving_state_": state,
-            }
+            },
         )
-        return self
 
-    def _warn_if_nothing_can_pass(self, n_estimators, calibration):
+    def _train(self, plan):
+        return self._fit_teachers(
+            plan.X,
+            plan.y,
+            plan.training["n_estimators"],
+            n_classes=plan.training["n_classes"],
+            fuse=False,
+        )
+
+    def _warn_if_nothing_can_pass(self, n_estimators, options, mechanism):
+        calibration = mechanism.calibration
         best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
         if best_distance <= calibration.threshold:
             warnings.warn(
-                f"n_estimators='auto' chose k={n_estimators} teachers (limited "
-                f"by min_samples_per_shard={self.min_samples_per_shard}); even "
-                f"unanimous soft labels give distance {best_distance}, below "
-                f"the stability threshold w={calibration.threshold:.0f} "
-                f"({calibration.name} calibration, max_unstable="
-                f"{self.max_unstable}), so almost every query goes to the "
-                f"fallback ({self.fallback!r}).",
+                f"n_estimators='auto' chose k={n_estimators} teachers (20 rows "
+                f"per shard); even unanimous soft labels give distance "
+                f"{best_distance}, below the stability threshold "
+                f"w={calibration.threshold:.0f} ({calibration.name} calibration, "
+                f"max_unstable={options.max_unstable}), so almost every query "
+                f"goes to the fallback ({options.fallback!r}).",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=6,
             )
 
     # -- predict -------------------------------------------------------------
@@ -351,8 +322,9 @@ default="auto"
         X : array-like of shape (n_queries, n_features)
             Public query points.
         return_abstained : bool, default=False
-            Also return a boolean mask of the rows answered by ``fallback``
-            (both stability tests failed).
+            Also return a boolean mask of the rows abstained on (both
+            stability tests failed under the ``"midpoint"`` fallback, or the
+            model had halted or spent ``max_queries``).
 
         Returns
         -------
@@ -361,12 +333,6 @@ default="auto"
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
 
-        Raises
-        ------
-        BudgetExhaustedError
-            When the model halts (``c`` reaches ``max_unstable``) or reaches
-            ``max_queries`` part-way and ``on_exhausted="raise"``;
-            ``partial_predictions`` holds the answers already paid for.
         """
         X = self._validate_query(X)
         lo, hi = self.target_range_

@@ -59,7 +59,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import PrivateEstimatorMixin, PublicLabelsMixin, keeps_live_model
+from .._base import FitPlan, PrivateEstimatorMixin, PublicLabelsMixin, keeps_live_model
 from .._param_validation import HasMethods, Interval
 from .._validation import (
     ACCEPT_SPARSE,
@@ -104,28 +104,31 @@ class _ERMMixin(PrivateEstimatorMixin):
                 self, X, y, reset=reset, accept_sparse=ACCEPT_SPARSE, **kwargs
             )
 
-    def _select(self, X, bound, loss, **fitted):
-        """Reserve the budget, score every hypothesis, sample one, spend."""
+    def _selection_plan(self, X, bound, loss, **attributes):
+        """The plan of every ERM fit: one exponential-mechanism selection."""
         mechanism = ExponentialSelection(self.epsilon, loss.sensitivity)
-        accountant, events = self._reserve(mechanism, self.epsilon)
-        losses = bound.total_losses(X, loss)
-        accountant.spend_events(events)
-        state, noise = self._start_serving(mechanism, accountant, released=True)
-        index = mechanism.select(-np.asarray(losses, dtype=np.float64), noise)
-        del losses  # the fitted model keeps the chosen hypothesis only
-        self._set_fitted(
-            {
-                **fitted,
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
-                "hypothesis_": bound.hypothesis(index),
+        return FitPlan(
+            mechanism,
+            X,
+            training={"bound": bound, "loss": loss},
+            serving={"released": True},
+            attributes={
+                **attributes,
                 "n_hypotheses_": int(bound.n_hypotheses),
                 "utility_sensitivity_": float(loss.sensitivity),
                 "loss_": loss.name,
-                "_serving_state_": state,
-            }
+            },
         )
-        return self
+
+    def _train(self, plan):
+        # Every hypothesis's total loss on the private rows (not kept).
+        losses = plan.training["bound"].total_losses(plan.X, plan.training["loss"])
+        return {"_losses": np.asarray(losses, dtype=np.float64)}
+
+    def _release(self, plan, fitted, noise):
+        index = plan.mechanism.select(-fitted.pop("_losses"), noise)
+        # The fitted model keeps the chosen hypothesis only.
+        fitted["hypothesis_"] = plan.training["bound"].hypothesis(index)
 
     def predict(self, X):
         """Predictions of the chosen hypothesis: post-processing, free and unlimited.
@@ -256,11 +259,15 @@ class ExponentialMechanismERM(
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
         X, y_index, classes = self._validate_classification_data(X, y)
         self._check_finite_epsilon()
         bound = _bind_hypotheses(self.hypotheses, X, classes)
-        return self._select(X, bound, _ZeroOneLoss(y_index, classes), classes_=classes)
+        return self._selection_plan(
+            X, bound, _ZeroOneLoss(y_index, classes), classes_=classes
+        )
 
 
 class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator):
@@ -393,7 +400,9 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
         y = check_regression_targets(y)
         X, y = self._validate_input(X, y, y_numeric=True)
         self._check_finite_epsilon()
@@ -414,6 +423,6 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
             raise ValueError(f"loss_bound must be finite, got {bound_B!r}.")
         outputs = leaf_values if leaf_values is not None else np.zeros(0)
         bound = _bind_hypotheses(self.hypotheses, X, outputs)
-        return self._select(
+        return self._selection_plan(
             X, bound, _ClippedSquaredLoss(y, outputs, bound_B), leaf_values_=leaf_values
         )

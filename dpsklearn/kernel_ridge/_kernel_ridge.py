@@ -9,19 +9,20 @@ squared errors instead of averaging them). Two releases are offered, each a
 mechanism of :mod:`dpsklearn.mechanisms` with the sensitivity of Lemma 2
 (``docs/design.rst``, "Kernel ridge: sensitivity and releases"):
 
-``release="predictions"``
+``OutputPerturbation(release="predictions")``
     Each prediction is ``f_z(x)`` clipped to ``[-M, M]`` plus grid Laplace
     noise, ``max_queries`` of them composed. The fitted object keeps the
     training rows and the dual coefficients, so it is as secret as the data.
-``release="model"``
+``OutputPerturbation(release="model")``
     For shift-invariant kernels: the fit runs on ``D`` paired random Fourier
     features and only the perturbed weights are kept, so the fitted model
     may be published and its predictions are free and unlimited.
 
-Both can be sharded (``n_estimators=k``, divide and conquer, Zhang, Duchi
-and Wainwright 2013): ``k`` exact fits on disjoint shards, in parallel
-through joblib, averaged; each shard's arrays must fit ``working_memory``
-(:mod:`._sharding`; ``docs/design.rst``, "Sharded kernel ridge").
+Both can be sharded (``OutputPerturbation(n_shards=k)``, divide and
+conquer, Zhang, Duchi and Wainwright 2013): ``k`` exact fits on disjoint
+shards, in parallel through joblib, averaged; each shard's arrays must fit
+scikit-learn's ``working_memory`` (:mod:`._sharding`; ``docs/design.rst``,
+"Sharded kernel ridge").
 """
 
 from __future__ import annotations
@@ -31,20 +32,21 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import PrivateEstimatorMixin, keeps_live_model
-from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
-from ..accounting import PER_RELEASE_CALIBRATIONS
-from ..exceptions import PrivacyLeakWarning
-from ..mechanisms import (
-    kernel_ridge_prediction_release,
-    kernel_ridge_weight_release,
+from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
+from .._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
 )
+from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
+from ..exceptions import PrivacyLeakWarning
+from ..mechanisms import MechanismOptions, OutputPerturbation, resolve_mechanism
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
 from ._kernels import (
@@ -74,8 +76,8 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Fits ``f = argmin (1/n) sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the
     reproducing kernel Hilbert space of ``kernel`` with an exact direct solver,
-    on targets clipped to ``[-y_bound, y_bound]``, and releases it through one
-    of two mechanisms (``release``).
+    on targets clipped to ``[-y_bound, y_bound]``, and releases it through
+    its ``mechanism``.
 
     Privacy: everything the fitted model ever releases is
     ``(epsilon, delta)``-DP with respect to replacing one training record
@@ -83,19 +85,21 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     stated epsilon is claimed). The whole ``(epsilon, delta)`` is reserved
     from the accountant at ``fit``.
 
-    * ``release="predictions"``: each prediction is ``clip(f(x), -M, M)``
+    * ``OutputPerturbation(release="predictions")`` (the default): each
+      prediction is ``clip(f(x), -M, M)``
       plus grid Laplace noise with sensitivity ``min(2 kappa^2 (kappa R + M)
       / (alpha n), 2 M)``, ``R = M / sqrt(alpha)`` (Lemma 2 and Proposition 1
       of Nie and Wang 2017), at a per-query epsilon that composes
       ``max_queries`` releases to ``(epsilon, delta)``
       (:func:`~dpsklearn.mechanisms.kernel_ridge_prediction_release`).
-      ``max_queries`` is part of the guarantee: the query after it raises
-      :class:`~dpsklearn.BudgetExhaustedError`. Every ``predict`` and
-      ``score`` row is charged. The fitted object keeps the (clipped) training
-      rows ``X_fit_`` and the dual coefficients: it is as
-      secret as the training data, and a pickled copy carries a second,
-      independent budget.
-    * ``release="model"`` (``"rbf"``, ``"laplacian"``): the same objective is
+      ``max_queries`` is part of the guarantee: rows after it are abstained on
+      (answered ``0``, the centre of ``[-M, M]``, free; marked by
+      ``return_abstained``). Every ``predict`` and ``score`` row is charged.
+      The fitted object keeps the (clipped) training rows ``X_fit_`` and the
+      dual coefficients: it is as secret as the training data, and a pickled
+      copy carries a second, independent budget.
+    * ``OutputPerturbation(release="model")`` (``"rbf"``, ``"laplacian"``):
+      the same objective is
       fitted on ``n_components`` paired random Fourier features
       ``[cos(w.x), sin(w.x)] / sqrt(D)`` (frequencies from ``random_state``,
       independent of the data; ``kappa = sup ||phi(x)|| = 1``) and the
@@ -109,7 +113,8 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
       weights), so the fitted model may be published; its predictions are
       post-processing, free, unlimited and deterministic.
 
-    Sharding (``n_estimators=k``; Zhang, Duchi and Wainwright 2013): the
+    Sharding (``OutputPerturbation(n_shards=k)``; Zhang, Duchi and
+    Wainwright 2013): the
     rows are cut into ``k`` disjoint shards (a data-independent permutation
     from ``random_state``), the same objective is solved exactly on each, in
     parallel through joblib (``n_jobs``; Dask with
@@ -125,9 +130,10 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     worker and time ``O(n^3 / k^2)`` in all.
 
     Memory: every shard's Gram matrix (or, for ``release="model"``, its
-    ``s x 2D`` features and solve) must fit ``working_memory`` MiB;
-    ``n_estimators="auto"`` takes the fewest shards that fit, and an
-    explicit ``n_estimators`` over the limit is refused with a
+    ``s x 2D`` features and solve) must fit scikit-learn's
+    ``working_memory`` MiB (``sklearn.set_config(working_memory=...)``,
+    1,024 by default); ``n_shards="auto"`` takes the fewest shards that
+    fit, and an explicit ``n_shards`` over the limit is refused with a
     ``ValueError`` before anything is allocated. Predictions are computed in
     blocks of query rows whose kernel block against the ``n`` training rows
     fits ``working_memory`` too.
@@ -144,14 +150,15 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         rbf, laplacian and cosine; ``x_bound^2`` for linear and
         ``(gamma x_bound^2 + coef0)^degree`` for poly. Any other kernel is
         refused (no RKHS norm bound, so Lemma 2 does not apply).
-    gamma : float, default=None
-        Kernel coefficient of rbf, laplacian and poly; ``None`` means
-        ``1 / n_features`` (public: it depends only on the number of columns).
-    degree : int, default=3
-        Degree of the poly kernel; must be an integer >= 1.
-    coef0 : float, default=1
-        Constant of the poly kernel; must be >= 0 (otherwise the kernel is not
-        positive definite).
+    kernel_params : dict, default=None
+        The kernel's parameters, as in
+        :class:`sklearn.kernel_ridge.KernelRidge`: ``gamma`` (rbf, laplacian,
+        poly; default ``1 / n_features``, public: it depends only on the
+        number of columns), ``degree`` (poly, an integer >= 1, default 3),
+        ``coef0`` (poly, >= 0, default 1), and ``x_bound``, the public bound
+        on the L2 norm of rows for ``"linear"`` and ``"poly"`` (training and
+        query rows are clipped to it; unset, the largest training row norm is
+        used with a :class:`~dpsklearn.PrivacyLeakWarning`).
     alpha : float, default=1.0
         The per-sample regularisation ``alpha`` of the objective above. The
         non-private fit equals
@@ -160,11 +167,6 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ``M``: the public bound on ``|y|``; targets are clipped to ``[-M, M]``.
         ``None`` infers ``max |y|`` from the private data with a
         :class:`~dpsklearn.PrivacyLeakWarning`.
-    x_bound : float, default=None
-        Public bound on the L2 norm of rows for ``"linear"`` and ``"poly"``:
-        training and query rows are clipped to it. ``None`` infers the largest
-        training row norm with a :class:`~dpsklearn.PrivacyLeakWarning`.
-        Ignored by the other kernels.
     epsilon : float, default=1.0
         Total privacy budget of the fitted model.
     delta : float, default=1e-5
@@ -175,29 +177,13 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         pays for (part of the guarantee; ``None`` is refused): ``predict``
         (and ``score``) costs 1 unit per row. Ignored by ``release="model"``
         (its predictions are free).
-    calibration : {"auto", "basic", "zcdp", "rdp"}, default="auto"
-        How ``release="predictions"`` splits the budget over ``max_queries``
-        pure-DP releases (:func:`~dpsklearn.accounting.per_release_epsilon`
-        with ``release="laplace"``); ``"auto"`` takes the larger per-query
-        epsilon.
-    release : {"predictions", "model"}, default="predictions"
-        What is released (see above).
-    n_components : int, default=100
-        ``D``, the number of random Fourier frequencies of
-        ``release="model"`` (``2 D`` weights).
-    n_estimators : int or "auto", default="auto"
-        ``k``, the number of shards, fitted exactly and averaged. ``"auto"``:
-        the fewest whose arrays fit ``working_memory`` (``1``, the exact
-        unsharded fit, whenever the whole Gram matrix fits: up to 11,585
-        rows at 1,024 MiB). An ``n_estimators`` whose largest shard does not
-        fit is refused before anything is allocated.
-    working_memory : float, default=None
-        The limit, in MiB, of one shard's Gram matrix (``release="model"``:
-        its features and solve) and of one block of query rows against the
-        training rows at prediction. ``None``: scikit-learn's
-        ``working_memory`` (``sklearn.get_config()``, 1,024 MiB by
-        default). A shard's fit holds about one Gram matrix: the kernel is
-        computed, regularised and factorised in place.
+    mechanism : "output_perturbation" or OutputPerturbation, \
+default="output_perturbation"
+        The release and its options
+        (:class:`~dpsklearn.mechanisms.OutputPerturbation`: ``release``,
+        ``n_components``, ``n_shards``). The composition that splits the
+        budget over ``max_queries`` predictions is the tightest admissible
+        one (recorded in ``calibration_``).
     n_jobs : int, default=None
         Parallel jobs for the shard fits (joblib); each holds one shard's
         arrays at a time.
@@ -222,6 +208,8 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The kernel coefficient used.
     kappa_ : float
         ``sqrt(sup K(x, x))`` (1 for ``release="model"``).
+    mechanism_ : OutputPerturbation
+        The mechanism options used (``n_shards`` resolved).
     n_estimators_ : int
         The number of shards ``k`` used.
     working_memory_ : float
@@ -237,9 +225,9 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         prediction, in units of ``y``; ``"model"``: the standard deviation of
         the Gaussian noise per weight, or the scale of the Gamma-distributed
         norm of the high-dimensional Laplace noise.
-    mechanism_ : str
-        ``"grid_laplace"``, ``"grid_gaussian"`` or
-        ``"grid_high_dimensional_laplace"``.
+    release_ : str
+        The noise of the release: ``"grid_laplace"`` (predictions),
+        ``"grid_gaussian"`` or ``"grid_high_dimensional_laplace"`` (model).
     privacy_mechanism_ : GridLaplaceRelease or WeightRelease
         The calibrated mechanism (public figures only).
     per_query_epsilon_ : float
@@ -286,8 +274,10 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(500, 2))
     >>> y = np.sin(3 * X[:, 0])
-    >>> model = PrivateKernelRidge(alpha=0.1, y_bound=1.0, epsilon=2.0,
-    ...                            release="model", random_state=0).fit(X, y)
+    >>> from dpsklearn.mechanisms import OutputPerturbation
+    >>> model = PrivateKernelRidge(
+    ...     alpha=0.1, y_bound=1.0, epsilon=2.0, random_state=0,
+    ...     mechanism=OutputPerturbation(release="model")).fit(X, y)
     >>> pred = model.predict(X[:3])            # free, unlimited, deterministic
     >>> bool(np.array_equal(pred, model.predict(X[:3])))
     True
@@ -296,82 +286,91 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     (4,)
     >>> served.budget_status().query_units_spent
     4
-    >>> sharded = PrivateKernelRidge(y_bound=1.0, max_queries=10,
-    ...                              n_estimators=5).fit(X, y)
+    >>> sharded = PrivateKernelRidge(
+    ...     y_bound=1.0, max_queries=10,
+    ...     mechanism=OutputPerturbation(n_shards=5)).fit(X, y)
     >>> sharded.n_estimators_, sharded.shard_offsets_.tolist()
     (5, [0, 100, 200, 300, 400])
     """
 
     _parameter_constraints: dict = {
         "kernel": [str],
-        "gamma": [Interval(Real, 0, None, closed="neither"), None],
-        "degree": [Interval(Real, 0, None, closed="left")],
-        "coef0": [Interval(Real, None, None, closed="neither")],
+        "kernel_params": [dict, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "y_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "calibration": [StrOptions({"auto", *PER_RELEASE_CALIBRATIONS[:3]})],
-        "release": [StrOptions({"predictions", "model"})],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "n_estimators": [
-            Interval(Integral, 1, None, closed="left"),
-            StrOptions({"auto"}),
-        ],
-        "working_memory": [Interval(Real, 0, None, closed="neither"), None],
+        "mechanism": [StrOptions({"output_perturbation"}), MechanismOptions],
         "n_jobs": [Integral, None],
         "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
         "random_state": ["random_state"],
         "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
+    #: The mechanisms this estimator runs, by shorthand.
+    _mechanisms = {"output_perturbation": OutputPerturbation}
+    #: The keys ``kernel_params`` may hold, and their constraints.
+    _kernel_parameters = {
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "degree": [Interval(Real, 0, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
     def __init__(
         self,
         kernel="rbf",
         *,
-        gamma=None,
-        degree=3,
-        coef0=1,
+        kernel_params=None,
         alpha=1.0,
         y_bound=None,
-        x_bound=None,
         epsilon=1.0,
         delta=1e-5,
         max_queries=1000,
-        calibration="auto",
-        release="predictions",
-        n_components=100,
-        n_estimators="auto",
-        working_memory=None,
+        mechanism="output_perturbation",
         n_jobs=None,
         accountant=None,
         random_state=None,
         noise_random_state=None,
     ):
         self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.alpha = alpha
         self.y_bound = y_bound
-        self.x_bound = x_bound
         self.epsilon = epsilon
         self.delta = delta
         self.max_queries = max_queries
-        self.calibration = calibration
-        self.release = release
-        self.n_components = n_components
-        self.n_estimators = n_estimators
-        self.working_memory = working_memory
+        self.mechanism = mechanism
         self.n_jobs = n_jobs
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
 
+    def __dpsklearn_publishable__(self):
+        """Whether the fitted model is publishable: only a released model is."""
+        options = self.mechanism
+        if isinstance(options, str):
+            options = self._mechanisms[options]()
+        return bool(getattr(options, "publishes_model", False))
+
     # -- validation (everything before any budget is touched) ----------------
-    def _check_kernel(self, n_features):
+    def _kernel_params(self):
+        """``kernel_params`` with its keys and values checked."""
+        params = dict(self.kernel_params or {})
+        unknown = set(params) - set(self._kernel_parameters)
+        if unknown:
+            raise ValueError(
+                f"kernel_params has unknown keys {sorted(unknown)}; it takes "
+                f"{sorted(self._kernel_parameters)}."
+            )
+        validate_parameter_constraints(
+            self._kernel_parameters, params, caller_name="kernel_params of "
+            "PrivateKernelRidge"
+        )
+        return params
+
+    def _check_kernel(self, n_features, options):
         """The kernel and its resolved parameters; refuse what has no bound."""
         kernel = self.kernel
         if kernel not in KERNELS:
@@ -380,39 +379,35 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "positive-definite kernel with a known bound on K(x, x). "
                 f"Use one of {', '.join(repr(k) for k in KERNELS)}."
             )
+        params = self._kernel_params()
         gamma = None
         if kernel in ("rbf", "laplacian", "poly"):
-            gamma = 1.0 / n_features if self.gamma is None else float(self.gamma)
+            given = params.get("gamma")
+            gamma = 1.0 / n_features if given is None else float(given)
         degree, coef0 = None, None
         if kernel == "poly":
-            if not float(self.degree).is_integer() or self.degree < 1:
+            degree, coef0 = params.get("degree", 3), params.get("coef0", 1)
+            if not float(degree).is_integer() or degree < 1:
                 raise ValueError(
-                    f"degree={self.degree!r} is refused for kernel='poly': only "
-                    "an integer degree >= 1 gives a positive-definite kernel."
+                    f"kernel_params['degree']={degree!r} is refused for "
+                    "kernel='poly': only an integer degree >= 1 gives a "
+                    "positive-definite kernel."
                 )
-            if self.coef0 < 0:
+            if coef0 < 0:
                 raise ValueError(
-                    f"coef0={self.coef0!r} is refused for kernel='poly': with "
-                    "coef0 < 0 the polynomial kernel is not positive definite, "
-                    "so it has no RKHS and Lemma 2's sensitivity fails. Use "
-                    "coef0 >= 0."
+                    f"kernel_params['coef0']={coef0!r} is refused for "
+                    "kernel='poly': with coef0 < 0 the polynomial kernel is not "
+                    "positive definite, so it has no RKHS and Lemma 2's "
+                    "sensitivity fails. Use coef0 >= 0."
                 )
-            degree, coef0 = int(self.degree), float(self.coef0)
-        if self.release == "model" and kernel not in SHIFT_INVARIANT_KERNELS:
+            degree, coef0 = int(degree), float(coef0)
+        if options.release == "model" and kernel not in SHIFT_INVARIANT_KERNELS:
             raise ValueError(
-                f"release='model' needs a shift-invariant kernel for random "
-                f"Fourier features; kernel={kernel!r} is not one. Use kernel="
-                "'rbf' or 'laplacian', or release='predictions'."
+                f"OutputPerturbation(release='model') needs a shift-invariant "
+                f"kernel for random Fourier features; kernel={kernel!r} is not "
+                "one. Use kernel='rbf' or 'laplacian', or release='predictions'."
             )
         return kernel, gamma, degree, coef0
-
-    def _check_delta(self, n_samples):
-        warn_if_delta_large(float(self.delta), n_samples, stacklevel=5)
-        if self.release == "predictions" and self.max_queries is None:
-            raise ValueError(
-                "max_queries=None is refused for release='predictions': the "
-                "number of predictions is part of the guarantee. Pass an int >= 1."
-            )
 
     def _resolve_y_bound(self, y):
         if self.y_bound is not None:
@@ -422,53 +417,27 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             "training labels (max |y|), which the noise scale then reveals. "
             "Pass the public bound as `y_bound`.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=6,
         )
         bound = float(np.max(np.abs(y)))
         return bound if bound > 0 else 1.0  # any positive M bounds all-zero y
 
     def _resolve_x_bound(self, X):
-        if self.x_bound is not None:
-            return float(self.x_bound)
+        given = self._kernel_params().get("x_bound")
+        if given is not None:
+            return float(given)
         warnings.warn(
-            f"x_bound is None: the row-norm bound of kernel={self.kernel!r} is "
-            "taken from the private training rows (their largest norm), which "
-            "the noise scale then reveals. Pass the public bound as `x_bound`.",
+            f"kernel_params['x_bound'] is unset: the row-norm bound of "
+            f"kernel={self.kernel!r} is taken from the private training rows "
+            "(their largest norm), which the noise scale then reveals. Pass the "
+            "public bound as kernel_params={'x_bound': ...}.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=6,
         )
         bound = float(np.max(row_norms(X)))
         return bound if bound > 0 else 1.0
 
     # -- fit -----------------------------------------------------------------
-    # Set last in fit, in both release modes: a fit that fails leaves it unset.
-    _fitted_marker = "accountant_"
-
-    def _mechanism(self, n_samples, n_shards, kappa, y_bound):
-        """The release mechanism, calibrated from public numbers only."""
-        if self.release == "predictions":
-            return kernel_ridge_prediction_release(
-                self.epsilon,
-                self.delta,
-                self.max_queries,
-                kappa=kappa,
-                y_bound=y_bound,
-                alpha=float(self.alpha),
-                n_samples=n_samples,
-                n_shards=n_shards,
-                calibration=self.calibration,
-            )
-        return kernel_ridge_weight_release(
-            self.epsilon,
-            self.delta,
-            kappa=kappa,
-            y_bound=y_bound,
-            alpha=float(self.alpha),
-            n_samples=n_samples,
-            n_weights=2 * self.n_components,
-            n_shards=n_shards,
-        )
-
     def _fit_shards(self, X, y, n_shards, spec, frequencies):
         """The ``k`` exact shard fits, in parallel (``k = 1``: all rows, in order)."""
         if n_shards == 1:
@@ -509,84 +478,68 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             For an unsupported kernel, a poly kernel with ``coef0 < 0`` or a
             non-integer degree, ``release="model"`` with a kernel that is not
             shift invariant, ``max_queries=None`` with
-            ``release="predictions"``, ``calibration="zcdp"`` or ``"rdp"`` with
-            ``delta=0``, or bad data; before any budget is spent.
+            ``release="predictions"``, or bad data; before any budget is
+            spent.
         BudgetExhaustedError
             When a shared accountant cannot pay for the fit (nothing is
             spent).
         """
-        self._validate_params()
-        self._check_finite_epsilon()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
+        options = resolve_mechanism(
+            self.mechanism, self._mechanisms, owner=type(self).__name__
+        )
+        if not np.isfinite(self.epsilon):
+            raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
         y = check_regression_targets(y)
         X, y = validate_data(
             self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
         )
         n_samples, n_features = X.shape
-        kernel, gamma, degree, coef0 = self._check_kernel(n_features)
-        self._check_delta(n_samples)
-        working_memory = resolve_working_memory(self.working_memory)
-        n_weights = 2 * self.n_components if self.release == "model" else None
+        kernel, gamma, degree, coef0 = self._check_kernel(n_features, options)
+        warn_if_delta_large(float(self.delta), n_samples, stacklevel=6)
+        working_memory = resolve_working_memory(None)
+        model = options.release == "model"
+        n_weights = 2 * options.n_components if model else None
         # The memory guard: refused here, before any Gram matrix exists.
-        n_shards = plan_shards(n_samples, self.n_estimators, working_memory, n_weights)
+        n_shards = plan_shards(n_samples, options.n_shards, working_memory, n_weights)
         y_bound = self._resolve_y_bound(y)
         x_bound = None
         if kernel in NORM_BOUNDED_KERNELS:
             x_bound = self._resolve_x_bound(X)
-        if self.release == "model":
+        if model:
             kappa = 1.0  # paired Fourier features: ||phi(x)||_2 = 1 exactly
         else:
             kappa = _kappa(kernel, gamma, degree, coef0, x_bound)
-        mechanism = self._mechanism(n_samples, n_shards, kappa, y_bound)
-        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
-
-        y = np.clip(y, -y_bound, y_bound)
-        spec = (kernel, gamma, degree, coef0, x_bound)
-        if self.release == "model":
-            frequencies = _fourier_frequencies(
-                kernel, gamma, X.shape[1], self.n_components, self.random_state
-            )
-            shards = self._fit_shards(X, y, n_shards, spec, frequencies)
-            weights = np.mean([shard.coef_ for shard in shards], axis=0)
-            del shards
-            accountant.spend_events(events)  # atomic: the release is reserved
-            state, noise = self._start_serving(mechanism, accountant, released=True)
-            fitted = {
-                # Only the noisy weights leave the fit.
-                "coef_": mechanism.release(weights, noise),
-                "random_frequencies_": frequencies,
-                "mechanism_": mechanism.name,
+        mechanism = options.calibrate(
+            self.epsilon,
+            self.delta,
+            kappa=kappa,
+            y_bound=y_bound,
+            alpha=float(self.alpha),
+            n_samples=n_samples,
+            n_shards=n_shards,
+            max_queries=self.max_queries,
+        )
+        serving = (
+            {"released": True}
+            if model
+            else {
+                "max_queries": int(self.max_queries),
+                "on_exhausted": "abstain",
+                "fill": 0.0,
             }
-            del weights
-        else:
-            if x_bound is not None:
-                X = _clip_rows(X, x_bound)
-            shards = self._fit_shards(X, y, n_shards, spec, None)
-            sizes = [shard.X_fit_.shape[0] for shard in shards]
-            if n_shards == 1:
-                X_fit = shards[0].X_fit_
-            elif sp.issparse(X):
-                X_fit = sp.vstack([shard.X_fit_ for shard in shards], format="csr")
-            else:
-                X_fit = np.concatenate([shard.X_fit_ for shard in shards])
-            dual_coef = np.concatenate([shard.dual_coef_ for shard in shards])
-            del shards
-            accountant.spend_events(events)  # atomic: the release is reserved
-            state, _ = self._start_serving(
-                mechanism, accountant, max_queries=int(self.max_queries)
-            )
-            fitted = {
-                "X_fit_": X_fit,
-                "dual_coef_": dual_coef,
-                "shard_offsets_": np.concatenate([[0], np.cumsum(sizes)[:-1]]),
-                "per_query_epsilon_": mechanism.epsilon_per_query,
-                "calibration_": mechanism.calibration_name,
-                "mechanism_": "grid_laplace",
-            }
-        self._set_fitted(
-            {
-                **fitted,
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
+        )
+        return FitPlan(
+            mechanism,
+            X,
+            np.clip(y, -y_bound, y_bound),
+            delta=self.delta,
+            training={"spec": (kernel, gamma, degree, coef0, x_bound)},
+            serving=serving,
+            attributes={
+                "mechanism_": clone(options).set_params(n_shards=n_shards),
                 "kappa_": kappa,
                 "n_estimators_": n_shards,
                 "working_memory_": working_memory,
@@ -596,11 +549,49 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
                 "y_bound_": y_bound,
                 "x_bound_": x_bound,
                 "gamma_": gamma,
-                "_kernel_spec_": spec,
-                "_serving_state_": state,
-            }
+                "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
+            },
         )
-        return self
+
+    def _train(self, plan):
+        X, y, spec = plan.X, plan.y, plan.training["spec"]
+        options = plan.attributes["mechanism_"]
+        n_shards = plan.attributes["n_estimators_"]
+        if options.release == "model":
+            kernel, gamma = spec[0], spec[1]
+            frequencies = _fourier_frequencies(
+                kernel, gamma, X.shape[1], options.n_components, self.random_state
+            )
+            shards = self._fit_shards(X, y, n_shards, spec, frequencies)
+            # Non-private until _release replaces it by its noisy release.
+            weights = np.mean([shard.coef_ for shard in shards], axis=0)
+            return {"_weights": weights, "random_frequencies_": frequencies}
+        x_bound = spec[4]
+        if x_bound is not None:
+            X = _clip_rows(X, x_bound)
+        shards = self._fit_shards(X, y, n_shards, spec, None)
+        sizes = [shard.X_fit_.shape[0] for shard in shards]
+        if n_shards == 1:
+            X_fit = shards[0].X_fit_
+        elif sp.issparse(X):
+            X_fit = sp.vstack([shard.X_fit_ for shard in shards], format="csr")
+        else:
+            X_fit = np.concatenate([shard.X_fit_ for shard in shards])
+        return {
+            "X_fit_": X_fit,
+            "dual_coef_": np.concatenate([shard.dual_coef_ for shard in shards]),
+            "shard_offsets_": np.concatenate([[0], np.cumsum(sizes)[:-1]]),
+            "per_query_epsilon_": plan.mechanism.epsilon_per_query,
+            "calibration_": plan.mechanism.calibration_name,
+            "release_": "grid_laplace",
+        }
+
+    def _release(self, plan, fitted, noise):
+        if "_weights" not in fitted:
+            return
+        # Only the noisy weights leave the fit.
+        fitted["coef_"] = plan.mechanism.release(fitted.pop("_weights"), noise)
+        fitted["release_"] = plan.mechanism.name
 
     # -- predict -------------------------------------------------------------
     def _exact_predictions(self, X):
@@ -628,7 +619,7 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
             values[rows] = _fourier_features(X[rows], frequencies) @ self.coef_
         return np.clip(values, -self.y_bound_, self.y_bound_)
 
-    def predict(self, X):
+    def predict(self, X, return_abstained=False):
         """Private predictions for ``X``.
 
         ``release="model"``: free, unlimited and deterministic (the released
@@ -640,30 +631,32 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         ----------
         X : {array-like, sparse matrix} of shape (n_queries, n_features)
             Public query points (linear/poly: clipped to ``x_bound_``).
+        return_abstained : bool, default=False
+            Also return the mask of rows abstained on (answered ``0`` because
+            ``max_queries`` was spent; never under ``release="model"``).
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
-
-        Raises
-        ------
-        BudgetExhaustedError
-            ``release="predictions"``, when ``max_queries`` is reached
-            part-way; the error carries the answers already paid for in
-            ``partial_predictions`` and their number in ``n_answered``.
+        abstained : bool ndarray of shape (n_queries,)
+            Only when ``return_abstained=True``.
         """
         check_is_fitted(self)
         X = validate_data(
             self, X, reset=False, accept_sparse=ACCEPT_SPARSE, dtype=np.float64
         )
-        if self.mechanism_ != "grid_laplace":
-            return self._model_predictions(X)
-        answers, _ = serve(
-            self._serving_state_,
-            "predict",
-            X.shape[0],
-            lambda rows: self._exact_predictions(X[rows]),
-            lambda v: v["value"],
-            fields=_FIELDS,
-        )
-        return answers
+        if self.release_ != "grid_laplace":
+            values = self._model_predictions(X)
+            abstained = np.zeros(X.shape[0], dtype=bool)
+        else:
+            values, abstained = serve(
+                self._serving_state_,
+                "predict",
+                X.shape[0],
+                lambda rows: self._exact_predictions(X[rows]),
+                lambda v: v["value"],
+                fields=_FIELDS,
+            )
+        if return_abstained:
+            return values, abstained
+        return values

@@ -62,6 +62,19 @@ from ._kernel_ridge import (
     kernel_ridge_weight_release,
     weight_sensitivity,
 )
+from ._options import (
+    ClippedMean,
+    ConfidentGNMax,
+    Exponential,
+    GNMax,
+    MechanismOptions,
+    OutputPerturbation,
+    RepeatAndSelect,
+    SoftLabelHistogram,
+    SparseVector,
+    resolve_mechanism,
+    soft_label_bins,
+)
 from ._per_query import GridLaplaceRelease, SoftMajority
 from ._repeat_select import RepeatedSelection
 from ._selection import ChunkedQueries, ExponentialSelection
@@ -83,6 +96,17 @@ from ._votes import (
 )
 
 __all__ = [
+    "ClippedMean",
+    "ConfidentGNMax",
+    "Exponential",
+    "GNMax",
+    "MechanismOptions",
+    "OutputPerturbation",
+    "RepeatAndSelect",
+    "SoftLabelHistogram",
+    "SparseVector",
+    "resolve_mechanism",
+    "soft_label_bins",
     "GAUSSIAN_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "ChunkedQueries",

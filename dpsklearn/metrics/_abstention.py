@@ -90,7 +90,7 @@ def warn_if_abstained(estimator, abstained, stacklevel=3):
     if not n_abstained:
         return
     what = (
-        "answered with abstain_label; they count as wrong answers"
+        "answered with abstain_label_; they count as wrong answers"
         if is_classifier(estimator)
         else "answered with the fallback value; it enters the score as an answer"
     )
@@ -178,13 +178,13 @@ def make_abstention_scorer(metric=None):
     >>> import numpy as np
     >>> from sklearn.model_selection import GridSearchCV
     >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from dpsklearn import SubsampleAggregateClassifier
+    >>> from dpsklearn import SubsampleAggregateClassifier, SparseVector
     >>> from dpsklearn.metrics import make_abstention_scorer
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] > 0).astype(int)
     >>> model = SubsampleAggregateClassifier(
     ...     DecisionTreeClassifier(max_depth=1), n_estimators=30, classes=[0, 1],
-    ...     fallback="abstain", abstain_label=-1, on_exhausted="abstain",
+    ...     mechanism=SparseVector(fallback="abstain"),
     ...     random_state=0)
     >>> search = GridSearchCV(model, {"epsilon": [0.5, 8.0]}, cv=2,
     ...                       scoring=make_abstention_scorer(), refit="score")

@@ -33,17 +33,16 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import ACCEPT_SPARSE, DELTA_POSITIVE, FINITE_POSITIVE
+from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, take_rows
 from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError
-from ..kernel_ridge import PrivateKernelRidge
-from ..mechanisms import RepeatedSelection
-from ..mechanisms._repeat_select import RUN_DISTRIBUTIONS, curve_of_events
+from ..mechanisms import MechanismOptions, RepeatAndSelect, resolve_mechanism
+from ..mechanisms._repeat_select import curve_of_events
 from ._candidate_budget import CandidateBudget, ProbedEvents
 
 __all__ = ["PrivateGridSearch", "is_publishable"]
@@ -55,8 +54,8 @@ def is_publishable(estimator):
     True for :class:`~dpsklearn.KnowledgeTransferClassifier` (its student is
     post-processing of private labels), :class:`~dpsklearn.ExponentialMechanismERM`
     and its regressor (the chosen hypothesis), and
-    :class:`~dpsklearn.PrivateKernelRidge` with ``release="model"`` (the
-    noisy weights). Any other estimator declares it with an attribute
+    :class:`~dpsklearn.PrivateKernelRidge` whose mechanism releases a model
+    (the noisy weights). Any other estimator declares it with an attribute
     ``__dpsklearn_publishable__`` (``True``, or a method returning a bool).
     Estimators that answer each query with fresh noise
     (``PrivatePredictionClassifier``, ``SubsampleAggregateClassifier``, ...)
@@ -68,9 +67,11 @@ def is_publishable(estimator):
     >>> from dpsklearn.model_selection import is_publishable
     >>> is_publishable(KnowledgeTransferClassifier())
     True
-    >>> is_publishable(PrivateKernelRidge(release="predictions"))
+    >>> from dpsklearn.mechanisms import OutputPerturbation
+    >>> is_publishable(PrivateKernelRidge())
     False
-    >>> is_publishable(PrivateKernelRidge(release="model"))
+    >>> released = OutputPerturbation(release="model")
+    >>> is_publishable(PrivateKernelRidge(mechanism=released))
     True
     """
     declared = getattr(estimator, "__dpsklearn_publishable__", None)
@@ -85,8 +86,6 @@ def is_publishable(estimator):
         ),
     ):
         return True
-    if isinstance(estimator, PrivateKernelRidge):
-        return estimator.release == "model"
     return False
 
 
@@ -140,7 +139,8 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
     **Admissible candidates.** Every configuration must (1) be publishable
     once fitted (:func:`is_publishable`: ``KnowledgeTransferClassifier``,
     ``ExponentialMechanismERM`` and its regressor,
-    ``PrivateKernelRidge(release="model")``, or an estimator that declares
+    ``PrivateKernelRidge(mechanism=OutputPerturbation(release="model"))``, or
+    an estimator that declares
     ``__dpsklearn_publishable__``), (2) take its privacy budget from an
     ``epsilon`` parameter (nested names such as ``teacher__epsilon`` are
     found) and spend it through an ``accountant`` parameter, and (3) spend
@@ -149,9 +149,8 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
     teachers, exponential or GNMax). A sparse vector stability test
     (``SubsampleAggregateClassifier``, the default mechanism) is a whole
     ``(epsilon, delta)`` event with no curve and is refused, before
-    anything is trained. Per-query teachers are best given
-    ``calibration="rdp"``: the search accounts them by their Renyi curve,
-    under which that calibration is the tightest (``"auto"`` works, slower).
+    anything is trained. Per-query teachers are accounted by their Renyi
+    curve.
 
     Parameters
     ----------
@@ -164,23 +163,12 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         Total epsilon of the search, the released model and its score.
     delta : float, default=1e-5
         Total delta, in (0, 1).
-    mean_runs : float, default=None
-        Mean number of runs (>= 1); ``None``: twice the number of
-        configurations.
-    runs : {"poisson", "geometric", "logarithmic"} or float, default="poisson"
-        Distribution of the secret number of runs; a float ``>= 0`` is the
-        shape of Papernot and Steinke's truncated negative binomial (1:
-        geometric, 0: logarithmic). With ``"poisson"`` no run is drawn with
-        probability ``exp(-mean_runs)``; ``fit`` then raises.
-    score_sigma : float, default=None
-        Scale of the discrete Gaussian noise on each score count (correct
-        validation rows). ``None``: the larger of ``n_validation / 200``
-        (half a point of accuracy) and the scale that costs a tenth of a
-        run's budget (``RepeatedSelection.default_score_sigma``).
-    tolerance : float, default=None
-        Regressors: a validation row counts as correct when ``|prediction
-        - y| <= tolerance`` (required for a regressor, unused for a
-        classifier).
+    mechanism : "repeat_and_select" or RepeatAndSelect, \
+default="repeat_and_select"
+        The selection and its options
+        (:class:`~dpsklearn.mechanisms.RepeatAndSelect`: ``mean_runs``,
+        ``runs``, ``score_sigma``, ``tolerance``, the last required to score
+        a regressor).
     validation_fraction : float, default=0.2
         Share of the private rows held out to score the candidates.
     epsilon_param, delta_param : str, default="auto"
@@ -259,13 +247,7 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         "param_grid": [dict, list],
         "epsilon": [FINITE_POSITIVE],
         "delta": [DELTA_POSITIVE],
-        "mean_runs": [Interval(Real, 1, None, closed="left"), None],
-        "runs": [
-            StrOptions(set(RUN_DISTRIBUTIONS)),
-            Interval(Real, 0, None, closed="left"),
-        ],
-        "score_sigma": [FINITE_POSITIVE, None],
-        "tolerance": [Interval(Real, 0, None, closed="left"), None],
+        "mechanism": [StrOptions({"repeat_and_select"}), MechanismOptions],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "epsilon_param": [str],
         "delta_param": [str, None],
@@ -281,10 +263,7 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         *,
         epsilon=1.0,
         delta=1e-5,
-        mean_runs=None,
-        runs="poisson",
-        score_sigma=None,
-        tolerance=None,
+        mechanism="repeat_and_select",
         validation_fraction=0.2,
         epsilon_param="auto",
         delta_param="auto",
@@ -296,10 +275,7 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
-        self.mean_runs = mean_runs
-        self.runs = runs
-        self.score_sigma = score_sigma
-        self.tolerance = tolerance
+        self.mechanism = mechanism
         self.validation_fraction = validation_fraction
         self.epsilon_param = epsilon_param
         self.delta_param = delta_param
@@ -440,17 +416,24 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y, **fit_params)
+
+    def _plan(self, X, y, **fit_params):
+        options = resolve_mechanism(
+            self.mechanism,
+            {"repeat_and_select": RepeatAndSelect},
+            owner=type(self).__name__,
+        )
         grid, *paths = self._candidates()
         classifier = is_classifier(self.estimator)
-        if not classifier and self.tolerance is None:
+        if not classifier and options.tolerance is None:
             raise ValueError(
-                "tolerance is required to score a regressor: a validation row "
-                "counts as correct when |prediction - y| <= tolerance."
+                "RepeatAndSelect(tolerance=...) is required to score a regressor: "
+                "a validation row counts as correct when |prediction - y| <= "
+                "tolerance."
             )
-        X, y = validate_data(
-            self, X, y, accept_sparse=ACCEPT_SPARSE, ensure_all_finite=False, dtype=None
-        )
+        # X as given (a DataFrame stays a DataFrame for the candidates).
+        X, y = self._validate_input(X, y)
         n_samples = X.shape[0]
         n_validation = int(round(self.validation_fraction * n_samples))
         if n_validation < 1 or n_samples - n_validation < 1:
@@ -461,17 +444,7 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
             )
         order = check_random_state(self.random_state).permutation(n_samples)
         train, validation = order[n_validation:], order[:n_validation]
-        X_train, y_train = X[train], y[train]
-        X_validation, y_validation = X[validation], y[validation]
-
-        mean_runs = 2.0 * len(grid) if self.mean_runs is None else float(self.mean_runs)
-        sigma = self.score_sigma or RepeatedSelection.default_score_sigma(
-            self.epsilon,
-            self.delta,
-            mean_runs=mean_runs,
-            runs=self.runs,
-            n_validation=n_validation,
-        )
+        X_train, y_train = take_rows(X, train), y[train]
         probed = {}
 
         def probe(index, epsilon):
@@ -484,16 +457,14 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         def events_at(epsilon):
             return [probe(index, epsilon)[0] for index in range(len(grid))]
 
-        mechanism = RepeatedSelection.calibrate(
+        mechanism = options.calibrate(
             self.epsilon,
             self.delta,
-            events_at,
-            mean_runs=mean_runs,
-            runs=self.runs,
-            score_sigma=sigma,
+            events_at=events_at,
+            n_configurations=len(grid),
+            n_validation=n_validation,
         )
         eps_c = mechanism.candidate_epsilon
-        allowed = [curve_of_events(events) for events in events_at(eps_c)]
         # The candidates' warnings are shown once each, from the probes (which
         # read only parameters and public sizes): warnings from the runs
         # would tell how many runs were drawn, and of which candidates.
@@ -502,23 +473,47 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
             for category, message in probe(index, eps_c)[1]:
                 if (category, message) not in shown:
                     shown.add((category, message))
-                    warnings.warn(message, category, stacklevel=3)
+                    warnings.warn(message, category, stacklevel=4)
+        return FitPlan(
+            mechanism,
+            X_train,
+            y_train,
+            delta=self.delta,
+            training={
+                "grid": grid,
+                "paths": paths,
+                "classifier": classifier,
+                "tolerance": options.tolerance,
+                "validation": (take_rows(X, validation), y[validation]),
+                "allowed": [curve_of_events(e) for e in events_at(eps_c)],
+                "fit_params": fit_params,
+            },
+            serving={"released": True},
+            attributes={
+                "mechanism_": options,
+                "candidate_delta_": self.delta,
+                "n_candidates_": len(grid),
+            },
+        )
 
-        accountant, events = self._reserve(mechanism, self.epsilon, self.delta)
-        accountant.spend_events(events)  # the whole search, before any fit
-        state, noise = self._start_serving(mechanism, accountant, released=True)
+    def _release(self, plan, fitted, noise):
+        """The search itself: its noise is drawn after the whole budget is spent."""
+        mechanism, info = plan.mechanism, plan.training
+        grid, paths = info["grid"], info["paths"]
+        X_validation, y_validation = info["validation"]
+        eps_c = mechanism.candidate_epsilon
 
         def run(index):
-            budget = CandidateBudget(eps_c, self.delta, allowed[index])
+            budget = CandidateBudget(eps_c, self.delta, info["allowed"][index])
             candidate = self._configured(grid[index], paths, eps_c, budget)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                candidate.fit(X_train, y_train, **fit_params)
+                candidate.fit(plan.X, plan.y, **info["fit_params"])
                 predictions = candidate.predict(X_validation)
-            if classifier:
+            if info["classifier"]:
                 return int(np.sum(predictions == y_validation)), candidate
             errors = np.abs(np.asarray(predictions, dtype=float) - y_validation)
-            return int(np.sum(errors <= self.tolerance)), candidate
+            return int(np.sum(errors <= info["tolerance"])), candidate
 
         best = mechanism.select(len(grid), run, noise)
         if best is None:
@@ -527,26 +522,18 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
                 "runs='poisson'): nothing was fitted, and the budget is spent."
             )
         noisy, best_index, best_estimator = best
-        best_score = noisy / n_validation
-
-        results = self._results(grid, eps_c, best_index, best_score)
-        fitted = {
-            "best_estimator_": best_estimator,
-            "best_params_": grid[best_index],
-            "best_index_": best_index,
-            "best_score_": best_score,
-            "cv_results_": results,
-            "candidate_delta_": self.delta,
-            "n_candidates_": len(grid),
-            "accountant_": accountant,
-            "privacy_mechanism_": mechanism,
-            **mechanism.fitted_attributes(),
-            "_serving_state_": state,
-        }
-        if classifier:
+        best_score = noisy / len(y_validation)
+        fitted.update(
+            {
+                "best_estimator_": best_estimator,
+                "best_params_": grid[best_index],
+                "best_index_": best_index,
+                "best_score_": best_score,
+                "cv_results_": self._results(grid, eps_c, best_index, best_score),
+            }
+        )
+        if info["classifier"]:
             fitted["classes_"] = best_estimator.classes_
-        self._set_fitted(fitted)
-        return self
 
     @staticmethod
     def _results(grid, eps_c, best_index, best_score):
@@ -571,14 +558,8 @@ class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
         return self.best_estimator_
 
     def _check(self, X):
-        return validate_data(
-            self,
-            X,
-            reset=False,
-            accept_sparse=ACCEPT_SPARSE,
-            ensure_all_finite=False,
-            dtype=None,
-        )
+        """Query rows by the input rule of ``fit`` (a DataFrame stays one)."""
+        return self._validate_input(X, reset=False)
 
     def predict(self, X):
         """The released model's predictions (free: it is published).

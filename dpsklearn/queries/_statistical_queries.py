@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
 from .._param_validation import HasMethods, Interval
 from .._validation import take_rows
 from ..mechanisms import ChunkedQueries
@@ -232,7 +232,9 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
+        return self._fit(X, y)
+
+    def _plan(self, X, y):
         if y is None:
             X = self._validate_input(X)
         else:
@@ -244,31 +246,26 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
                 f"n_queries={self.n_queries} needs at least one row per chunk "
                 f"(M <= n), but n_samples={n_samples}."
             )
-        mechanism = ChunkedQueries(self.epsilon, self.n_queries)
-        accountant, events = self._reserve(mechanism, self.epsilon)
+        return FitPlan(
+            ChunkedQueries(self.epsilon, self.n_queries),
+            X,
+            y,
+            # The query counter picks the chunk: with a ledger it is durable,
+            # so no copy or restart can answer on a chunk twice.
+            serving={"max_queries": int(self.n_queries), "cap_name": "n_queries"},
+            attributes={"n_queries_": int(self.n_queries)},
+        )
 
+    def _train(self, plan):
         chunks = partition_indices(
-            n_samples, self.n_queries, check_random_state(self.random_state)
+            plan.X.shape[0], self.n_queries, check_random_state(self.random_state)
         )
-        accountant.spend_events(events)
-        # The query counter picks the chunk: with a ledger it is durable, so
-        # no copy or restart can answer on a chunk twice.
-        state, _ = self._start_serving(
-            mechanism, accountant, max_queries=int(self.n_queries), cap_name="n_queries"
-        )
-        self._set_fitted(
-            {
-                "accountant_": accountant,
-                "privacy_mechanism_": mechanism,
-                "n_queries_": int(self.n_queries),
-                "chunk_sizes_": np.array([len(c) for c in chunks], dtype=np.int64),
-                "_chunks_": chunks,
-                "_X_": X,
-                "_y_": y,
-                "_serving_state_": state,
-            }
-        )
-        return self
+        return {
+            "chunk_sizes_": np.array([len(c) for c in chunks], dtype=np.int64),
+            "_chunks_": chunks,
+            "_X_": plan.X,
+            "_y_": plan.y,
+        }
 
     # -- queries ---------------------------------------------------------------
     def _answer(self, method, query, reduce):

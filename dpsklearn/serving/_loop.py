@@ -109,11 +109,14 @@ def serve(state, method, n_rows, statistic, finish, *, fields, keys=None):
         abstained[:n_answered] = values["abstained"][:n_answered]
     if n_answered < n_rows:
         if state.on_exhausted == "abstain":
-            padding = np.full(
-                (n_rows - n_answered, *answers.shape[1:]),
-                state.fill,
-                dtype=answers.dtype,
+            # The free answer of an abstention (one per method when a dict).
+            fill = state.fill
+            if isinstance(fill, dict):
+                fill = fill.get(method)
+            padding = np.empty(
+                (n_rows - n_answered, *answers.shape[1:]), dtype=answers.dtype
             )
+            padding[...] = fill
             answers = np.concatenate([answers, padding])
             abstained[n_answered:] = True
         else:

@@ -156,7 +156,15 @@ class ServingState:
                 max_queries=self.max_queries,
                 spent=(float(spent[0]), float(spent[1])),
                 remaining=(max(0.0, epsilon - spent[0]), max(0.0, delta - spent[1])),
-                halted=bool(engine is not None and engine.halted),
+                # Halted: the engine stopped, or the cap in query units is
+                # spent (nothing more can be answered either way).
+                halted=bool(
+                    (engine is not None and engine.halted)
+                    or (
+                        self.max_queries is not None
+                        and self.n_served >= self.max_queries
+                    )
+                ),
             )
 
     # -- durable state ---------------------------------------------------------
