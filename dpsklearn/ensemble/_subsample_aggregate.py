@@ -24,6 +24,7 @@ from .._validation import abstain_label_for, take_rows
 from ..mechanisms import (
     ConfidentGNMax,
     MechanismOptions,
+    PublicPrior,
     SparseVector,
     resolve_mechanism,
 )
@@ -69,6 +70,12 @@ class SubsampleAggregateClassifier(
       Gaussian noisy argmax; others are abstained on; the model halts after
       ``max_answers`` answers. Every one of ``max_queries`` threshold checks
       is charged.
+    * :class:`~dpsklearn.mechanisms.PublicPrior` (Amin et al. 2024): a
+      public model's answer is released where more than half of the
+      teachers (plus a public margin) vote for it, free beyond the test;
+      elsewhere the fallback answers, and the failure counts against
+      ``max_unstable``. It needs no stability margin, so hundreds of
+      teachers suffice.
     * ``"auto"`` (default): the stability test where the planner
       (:func:`~dpsklearn.planning.plan_stability_test`) expects it to answer
       at least half of the queries by passing; otherwise Confident-GNMax,
@@ -119,7 +126,8 @@ default="auto"
         mechanism with its default options. Options that belong to one
         mechanism live on its object: ``SparseVector(max_unstable=...,
         fallback=..., noisy_max_share=..., noise=..., unstable_fraction=...)``,
-        ``ConfidentGNMax(max_answers=...)``.
+        ``ConfidentGNMax(max_answers=...)``, ``PublicPrior(public_model,
+        max_unstable=..., fallback=..., disagreement=...)``.
     classes : array-like, default=None
         The public label set. ``None`` takes ``unique(y)`` with a
         :class:`PrivacyLeakWarning`.
@@ -143,7 +151,7 @@ default="auto"
         The answer to queries the model does not answer: ``-1`` for number
         labels (one below the smallest class when ``-1`` is a class),
         ``"abstain"`` for strings.
-    mechanism_ : SparseVector or ConfidentGNMax
+    mechanism_ : SparseVector, ConfidentGNMax or PublicPrior
         The mechanism options used (the choice of ``"auto"``; ``"auto"``
         options resolved, such as ``max_unstable``).
     estimators_ : list of estimators
@@ -151,7 +159,7 @@ default="auto"
         ``classes_``.
     n_estimators_ : int
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : StabilityTest or ConfidentGNMaxRelease
+    privacy_mechanism_ : StabilityTest, ConfidentGNMaxRelease or PublicPriorTest
         The calibrated mechanism (public figures only).
     calibration_ : str
         The calibration route used (``"laplace"`` or ``"gaussian"`` for the
@@ -171,6 +179,8 @@ default="auto"
         ``"abstain"``).
     max_unstable_ : int
         Stability test: ``T`` in use.
+    agreement_margin_ : int
+        Public prior: votes above ``k/2`` a public answer needs before noise.
     sigma_threshold_ : float
         Confident-GNMax: ``sigma1`` of the threshold check.
     sigma_argmax_ : float
@@ -248,8 +258,13 @@ default="auto"
         "classes": ["array-like", None],
     }
 
-    #: The mechanisms this estimator runs, by shorthand.
-    _mechanisms = {"sparse_vector": SparseVector, "confident_gnmax": ConfidentGNMax}
+    #: The mechanisms this estimator runs, by shorthand ("public_prior" needs a
+    #: public model, so only an instance is accepted).
+    _mechanisms = {
+        "sparse_vector": SparseVector,
+        "confident_gnmax": ConfidentGNMax,
+        "public_prior": PublicPrior,
+    }
 
     def __init__(
         self,
@@ -313,6 +328,15 @@ default="auto"
             mechanism, options, n_estimators, max_queries = self._confident_gnmax(
                 options, n_samples, classes
             )
+        elif isinstance(options, PublicPrior):
+            n_estimators = self._resolve_n_estimators(n_samples)
+            mechanism = options.calibrate(
+                self.epsilon,
+                self.delta,
+                n_teachers=n_estimators,
+                max_queries=self.max_queries,
+            )
+            max_queries = self.max_queries
         else:
             mechanism, options, n_estimators = self._stability_test(
                 options, n_samples
@@ -498,11 +522,24 @@ default="auto"
             Only when ``return_abstained=True``.
         """
         X = self._validate_query(X)
+        if isinstance(self.mechanism_, PublicPrior):
+            # The public model's answers are public: computed on the query
+            # rows, they enter the test beside the votes.
+            def statistic(rows):
+                X_rows = take_rows(X, rows)
+                public = self.mechanism_.public_indices(X_rows, self.classes_)
+                return self._vote_counts(X_rows), public
+
+        else:
+
+            def statistic(rows):
+                return self._vote_counts(take_rows(X, rows))
+
         labels, abstained = serve(
             self._serving_state_,
             "predict",
             X.shape[0],
-            lambda rows: self._vote_counts(take_rows(X, rows)),
+            statistic,
             lambda values: labels_from_indices(self, values),
             fields=_FIELDS,
         )

@@ -30,6 +30,16 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``PrivateStatisticalQueries``).
 * :class:`RepeatedSelection` -- the best of a random number of private
   runs (``PrivateGridSearch``).
+* :class:`PublicPriorTest` -- a public model's answer where the teachers
+  agree with it, a paid answer elsewhere
+  (``SubsampleAggregateClassifier(mechanism=PublicPrior(public_model))``).
+
+The user-facing options of each mechanism are parameter objects
+(:class:`SparseVector`, :class:`ConfidentGNMax`, :class:`Exponential`,
+:class:`GNMax`, :class:`ClippedMean`, :class:`SoftLabelHistogram`,
+:class:`OutputPerturbation`, :class:`RepeatAndSelect`,
+:class:`PublicPrior`): an estimator calibrates them into the classes above
+at ``fit``.
 """
 
 from ._base import Engine, Mechanism, Release
@@ -76,6 +86,12 @@ from ._options import (
     soft_label_bins,
 )
 from ._per_query import GridLaplaceRelease, SoftMajority
+from ._public_prior import (
+    PublicPrior,
+    PublicPriorEngine,
+    PublicPriorTest,
+    agreement_margin,
+)
 from ._repeat_select import RepeatedSelection
 from ._selection import ChunkedQueries, ExponentialSelection
 from ._sparse_vector import SparseVectorEngine
@@ -96,6 +112,10 @@ from ._votes import (
 )
 
 __all__ = [
+    "PublicPrior",
+    "PublicPriorEngine",
+    "PublicPriorTest",
+    "agreement_margin",
     "ClippedMean",
     "ConfidentGNMax",
     "Exponential",

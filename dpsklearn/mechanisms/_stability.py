@@ -103,7 +103,15 @@ class StabilityEngine(_TestEngine):
         majority, gap = majority_and_gap(votes)
         passed, n_done = self.test.run(distance_from_gap(gap))
         labels = majority[:n_done].copy()
-        abstained = np.zeros(n_done, dtype=bool)
+        return Release(self._fallback(votes[:n_done], labels, passed), n_done)
+
+    def _fallback(self, votes, labels, passed):
+        """Answer the failed tests of a batch: noisy max on the votes, or abstain.
+
+        ``labels`` holds the passed rows' answers; the failed rows' are set
+        here. Returns the released fields.
+        """
+        abstained = np.zeros(len(labels), dtype=bool)
         failed = np.flatnonzero(~passed)
         if failed.size and self.mechanism.fallback == "noisy_max":
             # The exponential mechanism on the votes: one record moves one
@@ -118,7 +126,7 @@ class StabilityEngine(_TestEngine):
         elif failed.size:
             labels[failed] = -1
             abstained[failed] = True
-        return Release({"label": labels, "abstained": abstained}, n_done)
+        return {"label": labels, "abstained": abstained}
 
 
 class _TestMechanism(Mechanism):
