@@ -37,6 +37,7 @@ RANKS = {
     "audit": 2,
     "mechanisms": 3,
     "_base": 3,
+    "_released": 3,
     "teachers": 4,
     "planning": 5,
     "ensemble": 6,

@@ -22,14 +22,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 from ._knowledge_transfer_base import (
     BaseKnowledgeTransfer,
     predict_accepts_abstained,
-    student_has,
 )
 from ._private_prediction import PrivatePredictionClassifier
 
@@ -216,51 +213,6 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
     def classes_(self):
         """The student's classes."""
         return self.student_.classes_
-
-    @available_if(student_has("predict_proba"))
-    def predict_proba(self, X):
-        """The student's class probabilities for ``X`` (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_queries, n_classes)
-        """
-        check_is_fitted(self)
-        return self.student_.predict_proba(self._validate_query(X))
-
-    @available_if(student_has("predict_log_proba"))
-    def predict_log_proba(self, X):
-        """The student's log-probabilities for ``X`` (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_queries, n_classes)
-        """
-        check_is_fitted(self)
-        return self.student_.predict_log_proba(self._validate_query(X))
-
-    @available_if(student_has("decision_function"))
-    def decision_function(self, X):
-        """The student's decision function for ``X`` (free).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_queries,) or (n_queries, n_classes)
-        """
-        check_is_fitted(self)
-        return self.student_.decision_function(self._validate_query(X))
 
 
 def _check_can_rank(student):

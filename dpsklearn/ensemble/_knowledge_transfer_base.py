@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import RefusesSeveredCopies, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
+from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
 
@@ -43,17 +44,6 @@ KNOWLEDGE_TRANSFER_CONSTRAINTS = {
 }
 
 
-def student_has(method):
-    """``available_if`` check: the (fitted, else configured) student has ``method``."""
-
-    def check(self):
-        student = self.student_ if hasattr(self, "student_") else self._student()
-        getattr(student, method)  # AttributeError when the student lacks it
-        return True
-
-    return check
-
-
 def predict_accepts_abstained(teacher):
     """Whether ``teacher.predict`` takes ``return_abstained`` (the ensembles' do)."""
     try:
@@ -63,7 +53,7 @@ def predict_accepts_abstained(teacher):
     return "return_abstained" in parameters
 
 
-class BaseKnowledgeTransfer(RefusesSeveredCopies, BaseEstimator):
+class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstimator):
     """The fit and the free predictions of a student taught by a private teacher.
 
     Subclasses define ``_default_teacher``, ``_default_student``,
@@ -359,19 +349,13 @@ class BaseKnowledgeTransfer(RefusesSeveredCopies, BaseEstimator):
         )
 
     # -- the student's free answers --------------------------------------------
-    def predict(self, X):
-        """The student's predictions for ``X`` (free: post-processing).
+    _released_attribute = "student_"
 
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
+    def _configured_model(self):
+        return self._student()
 
-        Returns
-        -------
-        y_pred : ndarray of shape (n_queries,)
-        """
-        check_is_fitted(self)
-        return self.student_.predict(self._validate_query(X))
+    def _validate_released_query(self, X):
+        return self._validate_query(X)
 
 
 def _rows_served(teacher):

@@ -32,11 +32,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
+from .._released import ReleasedModelMixin
 from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, take_rows
 from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
@@ -94,39 +94,9 @@ def _parameter_paths(params, name):
     return sorted(k for k in params if k == name or k.endswith("__" + name))
 
 
-def _best_has(method):
-    def check(self):
-        target = (
-            self.best_estimator_ if hasattr(self, "best_estimator_") else self.estimator
-        )
-        getattr(target, method)
-        return True
-
-    return check
-
-
-def _released(method, what):
-    """A method of the released model, available when it has one (free)."""
-
-    def call(self, X):
-        return getattr(self._fitted_best(), method)(self._check(X))
-
-    call.__name__ = method
-    call.__doc__ = f"""The released model's {what} for ``X`` (free: it is published).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        values : ndarray
-            What ``best_estimator_.{method}`` returns.
-        """
-    return available_if(_best_has(method))(call)
-
-
-class PrivateGridSearch(PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator):
+class PrivateGridSearch(
+    ReleasedModelMixin, PrivateEstimatorMixin, MetaEstimatorMixin, BaseEstimator
+):
     """Choose a private estimator's configuration privately, and publish it.
 
     The whole search, the chosen model and its validation score together
@@ -553,30 +523,14 @@ default="repeat_and_select"
         return results
 
     # -- the released model ----------------------------------------------------
-    def _fitted_best(self):
-        check_is_fitted(self)
-        return self.best_estimator_
+    _released_attribute = "best_estimator_"
 
-    def _check(self, X):
+    def _configured_model(self):
+        return self.estimator
+
+    def _validate_released_query(self, X):
         """Query rows by the input rule of ``fit`` (a DataFrame stays one)."""
         return self._validate_input(X, reset=False)
-
-    def predict(self, X):
-        """The released model's predictions (free: it is published).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_queries,)
-        """
-        return self._fitted_best().predict(self._check(X))
-
-    predict_proba = _released("predict_proba", "class probabilities")
-    predict_log_proba = _released("predict_log_proba", "class log-probabilities")
-    decision_function = _released("decision_function", "decision function")
 
     def score(self, X, y, sample_weight=None):
         """The released model's ``score`` on ``(X, y)``.
@@ -594,4 +548,7 @@ default="repeat_and_select"
         -------
         score : float
         """
-        return self._fitted_best().score(self._check(X), y, sample_weight=sample_weight)
+        check_is_fitted(self)
+        return self.best_estimator_.score(
+            self._validate_released_query(X), y, sample_weight=sample_weight
+        )
