@@ -213,7 +213,11 @@ def _is_array_like(value: Any) -> bool:
 def _is_random_state(value: Any) -> bool:
     return (
         value is None
-        or (isinstance(value, Integral) and not _is_bool(value) and 0 <= value < 2**32)
+        or (
+            isinstance(value, Integral)
+            and not _is_bool(value)
+            and 0 <= int(value) < 2**32
+        )
         or isinstance(value, np.random.RandomState)
     )
 
@@ -230,7 +234,7 @@ _NAMED = {
     ),
     "boolean": _Predicate(_is_bool, "a bool"),
     "verbose": _Predicate(
-        lambda v: _is_bool(v) or (isinstance(v, Integral) and v >= 0),
+        lambda v: _is_bool(v) or (isinstance(v, Integral) and int(v) >= 0),
         "an int >= 0 or a bool",
     ),
     "nan": _Predicate(_is_nan, "nan"),

@@ -12,7 +12,10 @@ from sklearn.utils import Bunch
 __all__ = ["load_adult"]
 
 _DATA_PACKAGE = "dpsklearn.datasets"
-_FILES = {"train": ("adult.data.gz",), "test": ("adult.test.gz",)}
+_FILES: dict[str, tuple[str, ...]] = {
+    "train": ("adult.data.gz",),
+    "test": ("adult.test.gz",),
+}
 _FILES["all"] = _FILES["train"] + _FILES["test"]
 
 FEATURE_NAMES = [

@@ -46,6 +46,8 @@ PLANNED_QUERIES = 1000
 #: ``mechanism="auto"`` takes the stability test when the planner expects it
 #: to answer at least this share of the planned queries by passing.
 _AUTO_STABILITY_SHARE = 0.5
+#: A test whose unanimous queries pass less often than this answers nothing.
+_NOTHING_PASSES = 1e-6
 
 
 class SubsampleAggregateClassifier(
@@ -410,7 +412,14 @@ default="auto"
             f"(threshold w={plan.threshold:.0f}) is expected to answer "
             f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
             f"(best k={plan.n_estimators}, T={plan.max_unstable}, assuming "
-            f"{stability.unstable_fraction:.0%} unstable queries). Alternatives: "
+            f"{stability.unstable_fraction:.0%} unstable queries). Confident-GNMax "
+            f"pays for max_queries={self._planned_queries()} threshold checks"
+            + (
+                " (planned: set max_queries to the number of queries you will ask)"
+                if self.max_queries is None
+                else ""
+            )
+            + ". Alternatives: "
             "mechanism=SparseVector(...) on more rows or at a larger epsilon, "
             "PrivatePredictionClassifier (an answer to every query), or "
             "KnowledgeTransferClassifier (a published student).",
@@ -453,6 +462,20 @@ default="auto"
         low = plan is not None and plan.expected_answered < 0.5
         if not (cannot or low):
             return
+        if (
+            options.fallback == "abstain"
+            and calibration.pass_probability(best_distance) < _NOTHING_PASSES
+        ):
+            raise ValueError(
+                f"SparseVector(fallback='abstain') with k={n_estimators} teachers "
+                f"at epsilon={self.epsilon} can answer nothing: even unanimous "
+                f"votes (distance {best_distance}) pass the stability test "
+                f"(threshold w={calibration.threshold:.0f}) with probability "
+                f"below {_NOTHING_PASSES:g}, and every other query abstains. "
+                "Use more training rows, a larger epsilon or a smaller "
+                "max_unstable, mechanism=ConfidentGNMax() or the default "
+                "mechanism='auto', or PrivatePredictionClassifier."
+            )
         what = (
             f"even unanimous votes give distance {best_distance}, below the "
             f"stability threshold w={calibration.threshold:.0f}, so almost no "

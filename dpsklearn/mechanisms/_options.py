@@ -21,6 +21,7 @@ is a choice, is the option ``noise``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -62,20 +63,20 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
     Subclasses store their options in ``__init__`` (scikit-learn's rule:
     parameters only), declare ``_parameter_constraints`` and a
     ``shorthand`` (the string an estimator's ``mechanism`` also accepts),
-    and implement :meth:`calibrate`.
+    and implement ``calibrate(epsilon, delta, **public)``, which returns the
+    calibrated :class:`~dpsklearn.mechanisms.Mechanism`.
     """
 
     #: The string that stands for this mechanism with its defaults.
     shorthand: ClassVar[str] = ""
+    #: ``calibrate(epsilon, delta, **public sizes)``: the calibrated
+    #: :class:`Mechanism` (each subclass takes the public sizes it needs).
+    calibrate: Callable[..., Mechanism]
 
     @property
     def publishes_model(self) -> bool:
         """Whether the estimator's fitted model is a release (publishable)."""
         return False
-
-    def calibrate(self, epsilon: float, delta: float, **public: Any) -> Mechanism:
-        """The calibrated mechanism for a total budget and public sizes."""
-        raise NotImplementedError
 
     def validated(self) -> MechanismOptions:
         """``self`` after checking every option (``ValueError`` naming it)."""
