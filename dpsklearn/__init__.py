@@ -59,7 +59,7 @@ from .planning import kernel_ridge_schedule
 from .queries import PrivateStatisticalQueries
 from .serving import BudgetStatus
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.2.0.dev0"
 
 __all__ = [
     "AbstentionWarning",
