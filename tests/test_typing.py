@@ -1,0 +1,93 @@
+"""The public API is annotated: every public function and method has type hints.
+
+"Public" is every name in the ``__all__`` of ``dpsklearn`` and of its public
+subpackages: a function, or a class's own public methods (and its
+``__init__``). Each parameter but ``self``/``cls`` is annotated, and so is
+the return (``__init__`` excepted). ``mypy`` checks that the hints agree
+with the code (``.ci/run``, stage "types"); this test checks that they are
+there. The package ships ``py.typed`` (PEP 561).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pathlib
+
+import pytest
+
+import dpsklearn
+
+PUBLIC_MODULES = [
+    "dpsklearn",
+    "dpsklearn.accounting",
+    "dpsklearn.audit",
+    "dpsklearn.datasets",
+    "dpsklearn.ensemble",
+    "dpsklearn.erm",
+    "dpsklearn.kernel_ridge",
+    "dpsklearn.mechanisms",
+    "dpsklearn.metrics",
+    "dpsklearn.model_selection",
+    "dpsklearn.noise",
+    "dpsklearn.planning",
+    "dpsklearn.queries",
+    "dpsklearn.serving",
+    "dpsklearn.teachers",
+]
+
+
+def _callables():
+    seen = set()
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if inspect.isclass(obj):
+                for attribute, value in vars(obj).items():
+                    if attribute.startswith("_") and attribute != "__init__":
+                        continue
+                    if isinstance(value, (classmethod, staticmethod)):
+                        value = value.__func__
+                    if isinstance(value, property):
+                        value = value.fget
+                    if inspect.isfunction(value):
+                        yield f"{module_name}.{name}.{attribute}", value
+            elif inspect.isfunction(obj):
+                yield f"{module_name}.{name}", obj
+
+
+def _missing(function):
+    signature = inspect.signature(function)
+    missing = [
+        p.name
+        for p in signature.parameters.values()
+        if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty
+    ]
+    if (
+        function.__name__ != "__init__"
+        and signature.return_annotation is inspect.Signature.empty
+    ):
+        missing.append("return")
+    return missing
+
+
+def test_the_public_api_is_annotated():
+    gaps = {
+        where: missing for where, fn in _callables() if (missing := _missing(fn))
+    }
+    assert not gaps, "\n".join(f"{w}: {m}" for w, m in sorted(gaps.items()))
+
+
+def test_the_package_ships_py_typed():
+    assert (pathlib.Path(dpsklearn.__file__).parent / "py.typed").is_file()
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_every_exported_name_exists(module_name):
+    module = importlib.import_module(module_name)
+    for name in getattr(module, "__all__", []):
+        assert hasattr(module, name), f"{module_name}.__all__ names {name}"
