@@ -292,6 +292,17 @@ def _binomial_grid(p, n):
     return counts, stats.binom.pmf(counts, n, p)
 
 
+def _bound_pairs(n, delta, counts_0, counts_1):
+    """The audit's bound for pairs of counts, element by element."""
+    alpha = (1 - CONFIDENCE) / 4
+    lo0, hi0 = clopper_pearson(counts_0, n, alpha)
+    lo1, hi1 = clopper_pearson(counts_1, n, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b0 = np.log(np.maximum(lo0 - delta, 0.0) / hi1)
+        b1 = np.log(np.maximum(lo1 - delta, 0.0) / hi0)
+    return np.fmax(np.nan_to_num(b0, nan=-np.inf), np.nan_to_num(b1, nan=-np.inf))
+
+
 def _bound_matrix(n, delta, counts_0, counts_1):
     """The audit's bound for every pair of counts (rows: side 0, columns: 1)."""
     alpha = (1 - CONFIDENCE) / 4
@@ -458,22 +469,26 @@ def _stability_exact(mechanism, factor=1.0):
     ]
 
 
-def _likeliest_set(p, q, delta, n_runs):
+def _likeliest_set(p, q, delta, n_runs, max_candidates=4000):
     """The super-level set of the exact likelihood ratio whose bound is largest
     at its expected counts with ``n_runs`` runs (from the exact distributions
     only, never from the runs). Returns the outcomes and their probabilities
-    on the likelier and the other side."""
+    on the likelier and the other side. Long supports are searched on
+    ``max_candidates`` evenly spaced set sizes."""
     best = (-np.inf, None, None)
     for likely, unlikely in ((p, q), (q, p)):
         order = np.argsort(-likely / np.maximum(unlikely, 1e-300), kind="stable")
-        a = np.cumsum(likely[order])[:-1]
-        b = np.cumsum(unlikely[order])[:-1]
-        expected = _bound_matrix(
-            n_runs, delta, np.rint(a * n_runs), np.rint(b * n_runs)
-        ).diagonal()
+        sizes = np.unique(
+            np.linspace(1, order.size - 1, min(max_candidates, order.size - 1))
+            .round()
+            .astype(np.int64)
+        )
+        a = np.cumsum(likely[order])[sizes - 1]
+        b = np.cumsum(unlikely[order])[sizes - 1]
+        expected = _bound_pairs(n_runs, delta, np.rint(a * n_runs), np.rint(b * n_runs))
         i = int(np.argmax(expected))
         if expected[i] > best[0]:
-            chosen = order[: i + 1]
+            chosen = order[: sizes[i]]
             best = (expected[i], chosen, (likely[chosen].sum(), unlikely[chosen].sum()))
     _, chosen, probabilities = best
     return chosen, probabilities
@@ -829,9 +844,9 @@ def _proba_case(n_runs, rng, factor=None):
     centres = [round(-0.4 / g), round(-0.6 / g)]  # c0 - c1: shares .3/.7, .2/.8
     taus = np.arange(centres[1] - 3 * int(scale), centres[0] + 4 * int(scale), 8)
     tails = np.array([_dlap_difference_sf(taus - c, scale) for c in centres])
-    expected = _bound_matrix(
+    expected = _bound_pairs(
         n_runs, 0.0, np.rint(tails[0] * n_runs), np.rint(tails[1] * n_runs)
-    ).diagonal()
+    )
     best = int(np.argmax(expected))
     cut = (1 + g * (taus[best] - 0.5)) / 2  # the release at T = tau - 1/2
     broken = (
