@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import itertools
 import math
 
 import _bad_variants as bad
@@ -265,12 +264,11 @@ def seeded_entropy(seed):
     reproducible.
     """
     source = np.random.SeedSequence(seed)
-    counter = itertools.count()
     original_sequence = np.random.SeedSequence
     original_rng = np.random.default_rng
 
     def next_entropy():
-        return int(source.spawn(1)[0].generate_state(1, np.uint64)[0]) + next(counter)
+        return int(source.spawn(1)[0].generate_state(1, np.uint64)[0])
 
     class SeededSequence(original_sequence):
         def __init__(self, entropy=None, **kwargs):
@@ -711,6 +709,14 @@ def _confident_label_probabilities():
     return model, [_gauss_difference_sf(gap, sigma) for gap in (7, 5)]
 
 
+def _dgauss_sf(threshold, sigma):
+    """P(N_Z(0, sigma^2) >= threshold)."""
+    half = int(40 * sigma) + 40
+    z = np.arange(-half, half + 1)
+    log_pmf = -(z.astype(np.float64) ** 2) / (2 * sigma * sigma)
+    return float(np.exp(log_pmf - logsumexp(log_pmf))[z >= threshold].sum())
+
+
 def test_confident_gnmax_within_claim():
     """Shipped: bound <= 1 (false alarm below 1e-9 at the exact probabilities)."""
     _, (p0, p1) = _confident_label_probabilities()
@@ -750,11 +756,21 @@ def test_confident_gnmax_uncharged_answers_caught():
         )
     _record("BAD Confident-GNMax, answers uncharged", "votes [14,7] vs [13,8]", result)
     _assert_caught(result)
-    # about 2000 P(pass) answers per run; the share's tails at the cut
-    answers = 900
-    tails = [stats.binom.sf(math.ceil(cut * answers) - 1, answers, p) for p in (p0, p1)]
-    assert model.threshold_ > 14  # the shipped model passes fewer than half
-    assert _miss(tails[1], tails[0], result.n_runs, result.delta, 1.0) < 1e-6
+    # Each row passes the threshold check with probability P(top + Z1 >=
+    # threshold) (top count 14 or 13): the answers per run are at least a
+    # number whose binomial tail is below 1e-9, and with that many answers the
+    # share's tails at the cut (a smaller count only widens them) bound the
+    # event's probability on each side.
+    passed = min(
+        _dgauss_sf(math.ceil(model.threshold_ - top), model.sigma_threshold_)
+        for top in (14, 13)
+    )
+    answers = int(stats.binom.ppf(1e-9, CONFIDENT_QUERIES.shape[0], passed))
+    below = stats.binom.cdf(math.ceil(cut * answers) - 1, answers, p1)
+    above = stats.binom.sf(math.ceil(cut * answers) - 1, answers, p0)
+    assert (
+        _miss(1 - below - 1e-9, above + 1e-9, result.n_runs, result.delta, 1.0) < 1e-6
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -947,9 +963,26 @@ def test_gnmax_within_claim():
     _assert_within(result)
 
 
+def _gnmax_equal_probabilities():
+    """P(two reseeded copies' shares are equal) on each side: the two noisy
+    differences n0 - n1 of the copies differ by the planted vote's 2 (first
+    side) or 0 (second), so the event is D_B - D_A = 2 or 0 for four
+    independent discrete Gaussians (clipping, below 1e-9 at k = 40, aside)."""
+    model = ESTIMATORS["gnmax"](1.0, SEED).fit(*GNMAX_DATA[0])
+    sigma = model.sigma_
+    half = int(40 * sigma) + 40
+    z = np.arange(-half, half + 1)
+    log_pmf = -(z.astype(np.float64) ** 2) / (2 * sigma * sigma)
+    pmf = np.exp(log_pmf - logsumexp(log_pmf))
+    difference = np.convolve(pmf, pmf)  # one copy's Z0 - Z1
+    of_two = np.convolve(difference, difference)  # D_B - D_A, centred at 4 half
+    return [float(of_two[4 * half + gap]) for gap in (2, 0)]
+
+
 def test_gnmax_copies_within_twice_the_claim():
-    """Two reseeded copies: bound <= 2 (false alarm below 1e-9: the event has
-    probability about 0.03 on both sides)."""
+    """Two reseeded copies: bound <= 2 (false alarm below 1e-9, exact: the
+    event has probability about 0.035 on both sides)."""
+    p0, p1 = _gnmax_equal_probabilities()
     result = _attack_audit(
         "gnmax",
         1.0,
@@ -963,6 +996,7 @@ def test_gnmax_copies_within_twice_the_claim():
     )
     _record("GNMax, two copies", "planted vs reference point", result)
     _assert_within(result)
+    assert _false_alarm(p0, p1, result.n_runs, result.delta, 2.0) < 1e-9
 
 
 def test_gnmax_copies_replaying_noise_caught():
@@ -1097,9 +1131,33 @@ def test_soft_label_within_claim():
     assert _false_alarm(p0, p1, result.n_runs, result.delta, 2.0) < 1e-9
 
 
+def _clipped_grid_laplace_moments(value, sensitivity, epsilon, grid_step):
+    """Mean and variance of a grid Laplace release clipped to [0, 1] (exact)."""
+    units = math.floor(sensitivity / grid_step) + 1
+    scale = units / epsilon
+    reach = int(40 * scale) + 10
+    z = np.arange(-reach, reach + 1)
+    a = math.exp(-1.0 / scale)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(z)
+    released = np.clip((round(value / grid_step) + z) * grid_step, 0.0, 1.0)
+    mean = float(pmf @ released)
+    return mean, float(pmf @ (released - mean) ** 2)
+
+
 def test_soft_label_uncharged_fallback_caught():
-    """The cutoff not enforced: caught (seeded; the broken model's averages of
-    200 noisy means sit about six standard deviations apart)."""
+    """The cutoff not enforced: caught (miss below 1e-6, by the normal tails
+    of an average of REPEATS_SOFT independent clipped noisy means, from their
+    exact mean and variance: the two sides sit six standard deviations
+    apart)."""
+    model = ESTIMATORS["soft_label"](2.0, SEED).fit(*SOFT_DATA[0])
+    eps_fb = model.privacy_mechanism_.fallback_epsilon
+    sensitivity = 1.0 / K_SOFT_LABEL
+    tails = []
+    for mean in (0.4, 0.5):
+        mu, var = _clipped_grid_laplace_moments(
+            mean, sensitivity, eps_fb, default_grid_step(sensitivity)
+        )
+        tails.append(stats.norm.cdf((0.45 - mu) / math.sqrt(var / REPEATS_SOFT)))
     with bad.sparse_vector_never_halts():
         result = _attack_audit(
             "soft_label",
@@ -1112,6 +1170,7 @@ def test_soft_label_uncharged_fallback_caught():
         )
     _record("BAD soft label, never halts", "mean .4 vs .5, k=10", result)
     _assert_caught(result)
+    assert _miss(*tails, result.n_runs, result.delta, 2.0) < 1e-6
 
 
 # ---------------------------------------------------------------------------
@@ -1166,22 +1225,55 @@ def _model_prediction_shift():
     return predictions
 
 
+def _model_case(n_runs, rng, factor=1.0):
+    """The released prediction at x = 0 is the noiseless one plus noise of
+    standard deviation noise_scale_ (one weight's, times ||phi(0)|| = 1;
+    rounding adds g^2/12 to its variance): the event is the midpoint of the
+    two noiseless predictions (from fits with the noise scaled to nothing),
+    and its probabilities are normal tails."""
+    with bad.weight_release_scaled(1e-12):
+        noiseless = [
+            ESTIMATORS["kernel_ridge_model"](1.0, SEED)
+            .fit(X, y)
+            .predict(PLANTED_POINT)[0]
+            for X, y in KR_DATA
+        ]
+    model = ESTIMATORS["kernel_ridge_model"](1.0, SEED).fit(*KR_DATA[0])
+    sigma = math.sqrt((factor * model.noise_scale_) ** 2 + model.grid_step_**2 / 12)
+    cut = sum(noiseless) / 2
+    tails = [stats.norm.sf((cut - mean) / sigma) for mean in noiseless]
+    broken = (
+        contextlib.nullcontext() if factor == 1.0 else bad.weight_release_scaled(factor)
+    )
+    with broken:
+        result = _attack_audit(
+            "kernel_ridge_model",
+            1.0,
+            KR_DATA,
+            value_attack,
+            n_runs,
+            rng,
+            event=lambda value: value >= cut,
+        )
+    return result, tails, noiseless
+
+
 def test_kernel_ridge_model_within_claim():
-    """Shipped model release: bound <= 1 (false alarm at most 0.05)."""
-    result = _attack_audit("kernel_ridge_model", 1.0, KR_DATA, value_attack, 200, 90)
+    """Shipped model release: bound <= 1 (false alarm below 1e-9, normal tails)."""
+    result, tails, noiseless = _model_case(200, 90)
     _record("PrivateKernelRidge release=model", "label -1 vs +1, alpha=1", result)
+    assert 0 < noiseless[1] - noiseless[0] < 0.1  # 2/(n alpha) at most
     _assert_within(result)
+    assert _false_alarm(*tails, result.n_runs, result.delta, 1.0) < 1e-9
 
 
 def test_kernel_ridge_model_noise_cut_caught():
-    """Weights with 1/32 of the noise: caught (seeded; the two sides' released
-    predictions sit 3.3 noise deviations apart, the event between them)."""
-    with bad.weight_release_scaled(1 / 32):
-        result = _attack_audit(
-            "kernel_ridge_model", 1.0, KR_DATA, value_attack, 200, 91
-        )
+    """Weights with 1/32 of the noise: caught (miss below 1e-3, normal tails:
+    the two sides' released predictions sit 3.3 noise deviations apart)."""
+    result, tails, _ = _model_case(200, 91, factor=1 / 32)
     _record("BAD kernel ridge model, noise x 1/32", "label -1 vs +1, alpha=1", result)
     _assert_caught(result)
+    assert _miss(*tails, result.n_runs, result.delta, 1.0) < 1e-3
 
 
 # ---------------------------------------------------------------------------
@@ -1245,9 +1337,23 @@ def test_statistical_queries_within_claim():
     assert _false_alarm(p0, p1, result.n_runs, result.delta, 1.0) < 5e-3
 
 
+def _truncated_count_pmf(count, size, epsilon):
+    """Output pmf of the truncated geometric on [0, size] for a true count."""
+    scale = 1.0 / epsilon
+    below = [float(_dlap_cdf(j - count, scale)) for j in range(size + 1)]
+    return np.diff(np.r_[0.0, below[:-1], 1.0])
+
+
 def test_statistical_queries_reused_chunks_caught():
-    """Chunks answered again for free: caught (seeded; six answers of 1 against
-    0, the event at most one in total)."""
+    """Chunks answered again for free: caught (miss below 1e-3, exact: six
+    independent answers of 1 against 0, the event at most one in total)."""
+    tails = []
+    for count in (1, 0):
+        pmf = _truncated_count_pmf(count, 2, 1.0)
+        total = pmf
+        for _ in range(SQ_CYCLES - 1):
+            total = np.convolve(total, pmf)
+        tails.append(float(total[:2].sum()))
     with bad.statistical_queries_reuse_chunks():
         result = _attack_audit(
             "statistical_queries",
@@ -1261,6 +1367,7 @@ def test_statistical_queries_reused_chunks_caught():
         )
     _record("BAD SQ oracle reuses chunks", "planted chunk 1 vs 0", result)
     _assert_caught(result)
+    assert _miss(*tails, result.n_runs, result.delta, 1.0) < 1e-3
 
 
 # ---------------------------------------------------------------------------
