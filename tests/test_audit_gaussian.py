@@ -55,7 +55,13 @@ import pytest
 from _helpers import AuditTable
 from scipy import stats
 from scipy.special import logsumexp
-from test_audit_attack import _bound_pairs, _false_alarm, _likeliest_set, _miss
+from test_audit_attack import (  # noqa: F401 (slow_audit is a fixture)
+    _bound_pairs,
+    _false_alarm,
+    _likeliest_set,
+    _miss,
+    slow_audit,
+)
 from test_audit_stability_routes import _distances, _release, _release_exact
 
 from dpsklearn.audit import audit, exact_epsilon
@@ -83,13 +89,6 @@ _TABLE = AuditTable(
     "enumerated release; BAD rows have their noise scaled as named.",
 )
 _audit_table = _TABLE.fixture()
-
-
-@pytest.fixture
-def slow_audit(request):
-    """Skip a long audit unless ``-m slow`` selected it (see pyproject's marker)."""
-    if "slow" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("a long audit: run it with `pytest -m slow`; its quick variant ran")
 
 
 def _record(name, factor, claimed, result, exact, seconds):
@@ -410,7 +409,8 @@ def test_confident_gnmax_quartered_noise_is_caught(claimed):
 
 
 @pytest.mark.slow
-def test_confident_gnmax_halved_noise_is_caught_slow(slow_audit):
+@pytest.mark.usefixtures("slow_audit")
+def test_confident_gnmax_halved_noise_is_caught_slow():
     """Claim 4, 3 million runs per side: halved noise caught (miss below 1e-3)."""
     claimed = 4.0
     pair, sample = _confident_case(claimed, 0.5, RUNS_CONFIDENT_SLOW)
