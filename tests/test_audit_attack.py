@@ -694,7 +694,63 @@ def _grid_laplace_below(value, threshold, sensitivity, epsilon, grid_step, facto
 
 
 PLANTED_POINT = _rows([0.0])
+VOTES_PAIR = one_row_shards(zeros=4, ones=5)  # votes [5, 5] against [4, 6]
 
 
 def _exponential_probabilities(votes_0, votes_1, epsilon):
     return [1 / (1 + math.exp(epsilon * (c[1] - c[0]) / 2)) for c in (votes_0, votes_1)]
+
+
+# ---------------------------------------------------------------------------
+# The audit's own inputs
+# ---------------------------------------------------------------------------
+
+
+def test_attack_audit_refuses_bad_input_before_fitting():
+    estimator = ESTIMATORS["exponential"](1.0, SEED)
+
+    def attack(model, rng):
+        return 0.0
+
+    with pytest.raises(ValueError, match="two neighbouring training sets"):
+        audit_private_prediction(estimator, VOTES_PAIR[:1], attack, n_runs=4)
+    with pytest.raises(ValueError, match="fresh_noise"):
+        audit_private_prediction(
+            estimator, VOTES_PAIR, attack, n_runs=4, fresh_noise="fork"
+        )
+    seeded = ESTIMATORS["exponential"](1.0, SEED).set_params(noise_random_state=0)
+    for mode in ("copy", "entropy"):
+        with pytest.raises(ValueError, match="noise_random_state=None"):
+            audit_private_prediction(
+                seeded, VOTES_PAIR, attack, n_runs=4, fresh_noise=mode
+            )
+    with pytest.raises(ValueError, match="one real number"):
+        audit_private_prediction(
+            estimator, VOTES_PAIR, lambda model, rng: [0.0, 1.0], n_runs=4
+        )
+    with pytest.raises(ValueError, match="record's x"):
+        plant_record(np.zeros((3, 2)), [0, 1, 0], 0, ([0.0], 0), ([0.0, 1.0], 1))
+
+
+def test_attack_audit_reads_the_claim_and_plays_fresh_runs():
+    # the claim of a nested private teacher; every run a fresh fit whose
+    # noise seed differs (scores vary), the audit's result beside the claim
+    seen = []
+
+    def attack(model, rng):
+        seen.append(model.predict(PLANTED_POINT)[0])
+        return float(seen[-1])
+
+    result = audit_private_prediction(
+        ESTIMATORS["knowledge_transfer"](2.0, SEED),
+        VOTES_PAIR,
+        attack,
+        n_runs=30,
+        fit_params={"X_public": PLANTED_POINT},
+        event=lambda label: label == 0,
+        rng=0,
+    )
+    assert (result.epsilon_claimed, result.delta) == (2.0, 1e-5)
+    assert result.n_runs == 30 and len(seen) == 60
+    assert 0 < np.mean(seen) < 1
+    assert not result.exceeds_claim

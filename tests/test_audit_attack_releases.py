@@ -25,6 +25,7 @@ from test_audit_attack import (
     K_SOFT_LABEL,
     PLANTED_POINT,
     SEED,
+    VOTES_PAIR,
     _assert_caught,
     _assert_within,
     _attack_audit,
@@ -409,7 +410,6 @@ def test_statistical_queries_reused_chunks_caught():
 # that label the public rows with their non-private vote (or mean): the
 # student repeats the planted record's effect exactly.
 
-KT_DATA = one_row_shards(zeros=4, ones=5)
 PUBLIC_ROWS = {"X_public": PLANTED_POINT}
 
 
@@ -424,7 +424,7 @@ def test_knowledge_transfer_within_claim():
     result = _attack_audit(
         "knowledge_transfer",
         1.0,
-        KT_DATA,
+        VOTES_PAIR,
         student_label_attack,
         200,
         110,
@@ -446,7 +446,7 @@ def test_knowledge_transfer_plain_vote_caught():
         result = _attack_audit(
             "knowledge_transfer",
             1.0,
-            KT_DATA,
+            VOTES_PAIR,
             student_label_attack,
             100,
             111,

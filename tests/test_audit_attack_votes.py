@@ -25,6 +25,7 @@ from test_audit_attack import (
     K_GNMAX,
     PLANTED_POINT,
     SEED,
+    VOTES_PAIR,
     _assert_caught,
     _assert_within,
     _attack_audit,
@@ -165,7 +166,6 @@ def test_confident_gnmax_uncharged_answers_caught():
 # runs.
 
 VOTES_DATA = one_row_shards(zeros=2, ones=7)  # [3, 7] against [2, 8]
-VOTES_DATA_BAD = one_row_shards(zeros=4, ones=5)  # [5, 5] against [4, 6]
 
 
 def score_attack(model, rng):
@@ -208,7 +208,7 @@ def test_exponential_predict_without_half_caught():
         result = _attack_audit(
             "exponential",
             1.0,
-            VOTES_DATA_BAD,
+            VOTES_PAIR,
             score_attack,
             1500,
             41,

@@ -181,7 +181,7 @@ def plant_record(
     >>> from dpsklearn.audit import plant_record
     >>> X, y = np.zeros((4, 1)), np.array([0, 1, 0, 1])
     >>> (X0, y0), (X1, y1) = plant_record(X, y, 2, ([5.0], 1), ([5.0], 0))
-    >>> y0.tolist(), y1.tolist(), X0[2, 0] == X1[2, 0] == 5.0
+    >>> y0.tolist(), y1.tolist(), bool(X0[2, 0] == X1[2, 0] == 5.0)
     ([0, 1, 1, 1], [0, 1, 0, 1], True)
     """
     X = np.asarray(X)
@@ -445,14 +445,14 @@ def audit_private_prediction(
     --------
     Ten teachers on one-row shards: each votes its row's label. The
     adversary plants label 0 against label 1 in a set where three of the
-    other nine rows say 0, asks the one query the model allows and bets on
-    label 0:
+    other nine rows say 0 (votes [4, 6] against [3, 7]), asks the one query
+    the model allows and bets on label 0:
 
     >>> import numpy as np
     >>> from sklearn.dummy import DummyClassifier
     >>> from dpsklearn import PrivatePredictionClassifier
     >>> from dpsklearn.audit import audit_private_prediction, plant_record
-    >>> X, y = np.arange(10.0).reshape(-1, 1), np.array([0, 0, 0] + [1] * 7)
+    >>> X, y = np.arange(10.0).reshape(-1, 1), np.array([0] * 4 + [1] * 6)
     >>> datasets = plant_record(X, y, 0, ([0.0], 0), ([0.0], 1))
     >>> model = PrivatePredictionClassifier(
     ...     DummyClassifier(), n_estimators=10, epsilon=1.0, max_queries=1,
@@ -460,7 +460,7 @@ def audit_private_prediction(
     >>> def attack(fitted, rng):
     ...     return float(fitted.predict([[0.0]])[0] == 0)
     >>> result = audit_private_prediction(
-    ...     model, datasets, attack, n_runs=400, event=lambda s: s == 1, rng=0)
+    ...     model, datasets, attack, n_runs=300, event=lambda s: s == 1, rng=0)
     >>> result.epsilon_claimed, bool(0 < result.epsilon_lower <= 1.0)
     (1.0, True)
     """
