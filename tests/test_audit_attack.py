@@ -89,11 +89,14 @@ from dpsklearn.audit import (
     shard_rows,
 )
 
-pytestmark = [
+# the audited configurations are small on purpose: warnings about delta
+# against n, k against the rows, and seeded noise say nothing here
+ATTACK_MARKS = [
     pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
     pytest.mark.filterwarnings("ignore:delta=.*1/n_samples:UserWarning"),
     pytest.mark.filterwarnings("ignore:.*exceeds k:UserWarning"),
 ]
+pytestmark = ATTACK_MARKS
 
 CONFIDENCE = 0.95
 ABSTAIN = -1
@@ -249,14 +252,6 @@ ESTIMATORS = {
 # Shared machinery: the table, reproducible entropy, failure probabilities
 # ---------------------------------------------------------------------------
 
-_TABLE = AuditTable(
-    "attack audits (public API, planted record)",
-    f"confidence {CONFIDENCE} per bound; runs/side include event-selection runs; "
-    "'exact' is the loss of the attack's output where it can be enumerated; "
-    "BAD rows are known-bad variants that must exceed the claim.",
-)
-_audit_table = _TABLE.fixture()
-
 
 @contextlib.contextmanager
 def seeded_entropy(seed):
@@ -353,7 +348,18 @@ def recorder(table):
     return record
 
 
-_record = recorder(_TABLE)
+def attack_table(title):
+    """A module's table of attack audits: ``(table fixture, record)``."""
+    table = AuditTable(
+        title,
+        f"confidence {CONFIDENCE} per bound; runs/side include event-selection "
+        "runs; 'exact' is the loss of the attack's output where it can be "
+        "enumerated; BAD rows are known-bad variants that must exceed the claim.",
+    )
+    return table.fixture(), recorder(table)
+
+
+_audit_table, _record = attack_table("attack audits (public API, planted record)")
 
 
 def _attack_audit(name, epsilon, datasets, attack, n_runs, rng, claimed=None, **kw):

@@ -16,11 +16,9 @@ import math
 
 import _bad_variants as bad
 import numpy as np
-import pytest
-from _helpers import AuditTable
 from scipy import stats
 from test_audit_attack import (
-    CONFIDENCE,
+    ATTACK_MARKS,
     ESTIMATORS,
     K_SOFT_LABEL,
     PLANTED_POINT,
@@ -35,28 +33,19 @@ from test_audit_attack import (
     _grid_laplace_below,
     _miss,
     _rows,
+    attack_table,
     one_row_shards,
     one_row_targets,
-    recorder,
 )
 
 from dpsklearn import BudgetExhaustedError
 from dpsklearn.audit import exact_epsilon, plant_record, shard_rows
 from dpsklearn.noise import default_grid_step
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
-    pytest.mark.filterwarnings("ignore:delta=.*1/n_samples:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*exceeds k:UserWarning"),
-]
-
-_TABLE = AuditTable(
-    "attack audits of the value releases and published models",
-    f"confidence {CONFIDENCE} per bound; runs/side include event-selection runs; "
-    "'exact' is the loss of the attack's output; BAD rows must exceed the claim.",
+pytestmark = ATTACK_MARKS
+_audit_table, _record = attack_table(
+    "attack audits of the value releases and published models"
 )
-_audit_table = _TABLE.fixture()
-_record = recorder(_TABLE)
 
 
 # ---------------------------------------------------------------------------

@@ -15,12 +15,11 @@ import math
 import _bad_variants as bad
 import numpy as np
 import pytest
-from _helpers import AuditTable
 from scipy import stats
 from scipy.special import logsumexp
 from test_audit_attack import (
     ABSTAIN,
-    CONFIDENCE,
+    ATTACK_MARKS,
     ESTIMATORS,
     K_GNMAX,
     PLANTED_POINT,
@@ -36,27 +35,16 @@ from test_audit_attack import (
     _gauss_difference_sf,
     _miss,
     _rows,
+    attack_table,
     one_row_shards,
     planted_tree_shard,
-    recorder,
     slow_audit,  # noqa: F401 (a fixture)
 )
 
 from dpsklearn.audit import exact_epsilon
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning"),
-    pytest.mark.filterwarnings("ignore:delta=.*1/n_samples:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*exceeds k:UserWarning"),
-]
-
-_TABLE = AuditTable(
-    "attack audits of the vote mechanisms (public API, planted record)",
-    f"confidence {CONFIDENCE} per bound; runs/side include event-selection runs; "
-    "'exact' is the loss of the attack's output; BAD rows must exceed the claim.",
-)
-_audit_table = _TABLE.fixture()
-_record = recorder(_TABLE)
+pytestmark = ATTACK_MARKS
+_audit_table, _record = attack_table("attack audits of the vote mechanisms")
 
 
 # ---------------------------------------------------------------------------
@@ -354,21 +342,27 @@ def _gnmax_equal_probabilities():
     return [float(of_two[4 * half + gap]) for gap in (2, 0)]
 
 
+def _gnmax_copies_case(rng, broken=None):
+    """The attack that copies, on fresh fits (OS entropy), claim 2 epsilon."""
+    with broken or contextlib.nullcontext():
+        return _attack_audit(
+            "gnmax",
+            1.0,
+            GNMAX_DATA,
+            gnmax_cancel_attack,
+            200,
+            rng,
+            fresh_noise="entropy",
+            claimed=2.0,
+            event=lambda equal: equal == 1,
+        )
+
+
 def test_gnmax_copies_within_twice_the_claim():
     """Two reseeded copies: bound <= 2 (false alarm below 1e-9, exact: the
     event has probability about 0.035 on both sides)."""
     p0, p1 = _gnmax_equal_probabilities()
-    result = _attack_audit(
-        "gnmax",
-        1.0,
-        GNMAX_DATA,
-        gnmax_cancel_attack,
-        200,
-        51,
-        fresh_noise="entropy",
-        claimed=2.0,
-        event=lambda equal: equal == 1,
-    )
+    result = _gnmax_copies_case(51)
     _record("GNMax, two copies", "planted vs reference point", result)
     _assert_within(result)
     assert _false_alarm(p0, p1, result.n_runs, result.delta, 2.0) < 1e-9
@@ -378,18 +372,7 @@ def test_gnmax_copies_replaying_noise_caught():
     """Copies that replay the noise: caught (the second side's shares are
     always equal and the first side's never, up to clipping below 1e-9: a
     certain event, bound above 2 with 200 runs whatever the seed)."""
-    with bad.copies_replay_noise():
-        result = _attack_audit(
-            "gnmax",
-            1.0,
-            GNMAX_DATA,
-            gnmax_cancel_attack,
-            200,
-            52,
-            fresh_noise="entropy",
-            claimed=2.0,
-            event=lambda equal: equal == 1,
-        )
+    result = _gnmax_copies_case(52, bad.copies_replay_noise())
     _record("BAD GNMax copies replay noise", "planted vs reference point", result)
     assert result.counts[1] == result.n_runs
     _assert_caught(result)
