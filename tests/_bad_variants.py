@@ -50,8 +50,9 @@ that the audit has teeth.
 All of the above are vectorised over runs, matching
 :func:`dpsklearn.audit.audit`. The context managers below break a whole
 estimator while they are active (a class attribute patched, restored on
-exit), for the attack audits of ``tests/test_audit_attack.py``, which fit
-and query the estimators through their public API:
+exit), for the attack audits of ``tests/test_audit_attack*.py``, which fit
+and query the estimators through their public API, and for the Gaussian
+audits of ``tests/test_audit_gaussian.py``:
 
 * :func:`sparse_vector_noise_scaled` -- the stability tests
   (``SubsampleAggregateClassifier``, ``SoftLabelPrivateRegressor``) serve
@@ -302,7 +303,7 @@ def selection_scoring_without_noise(mechanism):
 
 
 # ---------------------------------------------------------------------------
-# Broken estimators for the attack audits (tests/test_audit_attack.py)
+# Broken estimators for the attack audits (tests/test_audit_attack*.py)
 # ---------------------------------------------------------------------------
 
 
