@@ -47,11 +47,44 @@ that the audit has teeth.
   releases the candidates' exact validation counts. Audited in
   ``tests/test_audit_selection.py``.
 
-All are vectorised over runs, matching :func:`dpsklearn.audit.audit`.
+All of the above are vectorised over runs, matching
+:func:`dpsklearn.audit.audit`. The context managers below break a whole
+estimator while they are active (a class attribute patched, restored on
+exit), for the attack audits of ``tests/test_audit_attack*.py``, which fit
+and query the estimators through their public API, and for the Gaussian
+audits of ``tests/test_audit_gaussian.py``:
+
+* :func:`sparse_vector_noise_scaled` -- the stability tests
+  (``SubsampleAggregateClassifier``, ``SoftLabelPrivateRegressor``) serve
+  with their threshold and query noise scaled by a factor below one.
+* :func:`sparse_vector_never_halts` -- a failed test is counted but the
+  engine never halts at ``max_unstable``: the fallbacks (noisy max, abstain)
+  after the cutoff are answered without charge.
+* :func:`confident_gnmax_answers_uncharged` -- Confident-GNMax answers every
+  query that clears its threshold, past ``max_answers``.
+* :func:`soft_majority_without_half` -- ``PrivatePredictionClassifier``'s
+  exponential mechanism samples ``exp(eps_q count)``, the factor 1/2
+  dropped (as :func:`soft_majority_double`).
+* :func:`proba_laplace_scaled`, :func:`value_laplace_scaled`,
+  :func:`gnmax_sigma_scaled`, :func:`weight_release_scaled` -- the per-query
+  probability rows, the per-query values (``PrivatePredictionRegressor``,
+  ``PrivateKernelRidge`` predictions), GNMax's noisy counts and the released
+  kernel ridge weights with their noise scaled by a factor below one.
+* :func:`copies_replay_noise` -- a copy of a fitted model (pickle,
+  deepcopy) keeps its generators instead of reseeding: two copies draw the
+  same noise, and one answer minus the other cancels it.
+* :func:`statistical_queries_reuse_chunks` -- the statistical query oracle
+  answers past ``n_queries`` on chunk ``i mod n_queries``, without charge.
+* :func:`teacher_plain_vote` -- the knowledge transfer teachers label the
+  public rows with their non-private majority vote (or clipped mean).
+* :func:`erm_utility_sensitivity_halved` -- ``ExponentialMechanismERM``
+  samples with half the utility sensitivity its loss needs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 
 import numpy as np
@@ -267,3 +300,298 @@ def selection_scoring_without_noise(mechanism):
     broken = SelectionScoringWithoutNoise.__new__(SelectionScoringWithoutNoise)
     broken.__dict__.update(vars(mechanism))
     return broken
+
+
+# ---------------------------------------------------------------------------
+# Broken estimators for the attack audits (tests/test_audit_attack*.py)
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _patched(owner, name, value):
+    """Set ``owner.name = value`` for the duration of the block."""
+    original = owner.__dict__[name]
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def _wrap_calibrate(cls, change):
+    """``cls.calibrate`` whose result is passed through ``change(mechanism)``."""
+    original = cls.__dict__["calibrate"].__func__
+
+    def calibrate(klass, *args, **kwargs):
+        return change(original(klass, *args, **kwargs))
+
+    return _patched(cls, "calibrate", classmethod(calibrate))
+
+
+@contextlib.contextmanager
+def sparse_vector_noise_scaled(factor):
+    """Stability tests that serve with their noise scales times ``factor``.
+
+    The threshold ``w``, the claim and the accounting are unchanged; the
+    engine's threshold noise and query noise are ``factor`` times what the
+    calibration certified (``factor = 1/2``: the loss of each AboveThreshold
+    instance doubles).
+    """
+    from dpsklearn.mechanisms import SoftLabelTest, StabilityTest
+
+    def scaled(mechanism):
+        cal = mechanism.calibration
+        mechanism.calibration = dataclasses.replace(
+            cal,
+            threshold_scale=cal.threshold_scale * factor,
+            query_scale=cal.query_scale * factor,
+        )
+        return mechanism
+
+    with _wrap_calibrate(StabilityTest, scaled), _wrap_calibrate(SoftLabelTest, scaled):
+        yield
+
+
+@contextlib.contextmanager
+def sparse_vector_never_halts():
+    """Sparse vector engines that count failed tests but never halt.
+
+    Every failed test still redraws the threshold and is counted in
+    ``budget_status().n_failed_tests``, but the model keeps answering after
+    ``max_unstable`` failures: the fallback answers (noisy max, abstain, the
+    soft-label midpoint) and the tests after the cutoff are never paid for.
+    """
+    from dpsklearn.mechanisms import SparseVectorEngine
+
+    with _patched(SparseVectorEngine, "halted", property(lambda self: False)):
+        yield
+
+
+@contextlib.contextmanager
+def confident_gnmax_answers_uncharged():
+    """Confident-GNMax that answers past ``max_answers`` (never halts)."""
+    from dpsklearn.mechanisms import ConfidentGNMaxEngine, confident_gnmax
+
+    def answer(self, method, statistic):
+        from dpsklearn.mechanisms import Release
+
+        answers, answered, n_processed = confident_gnmax(
+            statistic,
+            self.threshold,
+            self.sigma_threshold,
+            self.sigma_argmax,
+            rng=self.noise[0],
+        )
+        self.n_queries += n_processed
+        self.abstention_count += int(n_processed - answered.sum())
+        return Release({"label": answers, "abstained": ~answered}, n_processed)
+
+    with _patched(ConfidentGNMaxEngine, "answer", answer):
+        yield
+
+
+@contextlib.contextmanager
+def soft_majority_without_half():
+    """The per-query exponential mechanism at ``exp(eps_q count)``.
+
+    ``PrivatePredictionClassifier.predict`` samples a label with twice the
+    logit the exponential mechanism allows (the factor ``1 / (2 Delta_u)``
+    dropped): one vote moved shifts the log-odds by ``2 eps_q``.
+    """
+    from dpsklearn.mechanisms import Release
+    from dpsklearn.mechanisms._per_query import SoftMajorityEngine
+
+    original = SoftMajorityEngine.__dict__["answer"]
+
+    def answer(self, method, statistic):
+        if method == "predict_proba":
+            return original(self, method, statistic)
+        labels = soft_majority_double(
+            np.atleast_2d(statistic),
+            self.mechanism.epsilon_per_query,
+            rng=self.noise[0],
+        )
+        return Release({"label": np.atleast_1d(labels)}, np.shape(labels)[0])
+
+    with _patched(SoftMajorityEngine, "answer", answer):
+        yield
+
+
+@contextlib.contextmanager
+def proba_laplace_scaled(factor):
+    """``predict_proba`` rows of the exponential mechanism at ``factor`` x the noise."""
+    from dpsklearn.mechanisms import Release
+    from dpsklearn.mechanisms._per_query import SoftMajorityEngine
+    from dpsklearn.noise import project_to_simplex
+
+    original = SoftMajorityEngine.__dict__["answer"]
+
+    def answer(self, method, statistic):
+        if method != "predict_proba":
+            return original(self, method, statistic)
+        mech = self.mechanism
+        noisy = grid_laplace(
+            statistic,
+            2.0 / mech.n_teachers,
+            mech.proba_epsilon / factor,
+            rng=self.noise[1],
+            grid_step=mech.proba_grid_step,
+            n_coordinates=mech.n_classes,
+        )
+        proba = project_to_simplex(noisy)
+        return Release({"proba": proba}, proba.shape[0])
+
+    with _patched(SoftMajorityEngine, "answer", answer):
+        yield
+
+
+@contextlib.contextmanager
+def value_laplace_scaled(factor):
+    """Grid Laplace per-query values (``PrivatePredictionRegressor``,
+    ``PrivateKernelRidge`` predictions) at ``factor`` x the certified scale."""
+    from dpsklearn.mechanisms import Release
+    from dpsklearn.mechanisms._per_query import GridLaplaceEngine
+
+    def answer(self, method, statistic):
+        mech = self.mechanism
+        lo, hi = mech.bounds
+        values = grid_laplace(
+            np.clip(np.asarray(statistic, dtype=np.float64), lo, hi),
+            mech.sensitivity,
+            mech.epsilon_per_query / factor,
+            rng=self.noise[0],
+            grid_step=mech.grid_step,
+            bounds=(lo, hi),
+        )
+        return Release({"value": values}, values.shape[0])
+
+    with _patched(GridLaplaceEngine, "answer", answer):
+        yield
+
+
+@contextlib.contextmanager
+def gnmax_sigma_scaled(factor):
+    """GNMax engines that add ``factor`` x the calibrated ``sigma``."""
+    from dpsklearn.mechanisms import GNMaxEngine
+
+    original = GNMaxEngine.__dict__["__init__"]
+
+    def init(self, sigma, noise):
+        original(self, sigma * factor, noise)
+
+    with _patched(GNMaxEngine, "__init__", init):
+        yield
+
+
+@contextlib.contextmanager
+def weight_release_scaled(factor):
+    """``PrivateKernelRidge(release="model")`` weights with ``factor`` x the noise.
+
+    The released weights are the rounded analytic Gaussian at ``sigma_u``
+    times ``factor`` (the mechanism still claims its ``(epsilon, delta)``).
+    """
+    from dpsklearn.mechanisms import WeightRelease
+    from dpsklearn.noise import rounded_gaussian
+
+    def release(self, weights, noise):
+        on_grid = np.rint(np.asarray(weights, dtype=np.float64) / self.grid_step)
+        draws = rounded_gaussian(
+            self.sigma_units * factor, size=on_grid.shape, rng=noise[0]
+        )
+        return (on_grid + draws) * self.grid_step
+
+    with _patched(WeightRelease, "release", release):
+        yield
+
+
+@contextlib.contextmanager
+def copies_replay_noise():
+    """Copies of a fitted model that keep the original's noise generators.
+
+    :class:`~dpsklearn.noise.NoiseSource` and the index-addressed noise
+    streams forget to reseed on pickle and deepcopy, so a copy draws exactly
+    the noise its original would draw next: the difference of two copies'
+    answers cancels the noise.
+    """
+    from dpsklearn.noise import DiscreteNoiseStream, NoiseSource
+
+    def keep_state(self):
+        return self.__dict__.copy()
+
+    def restore(self, state):
+        self.__dict__.update(state)
+
+    with (
+        _patched(NoiseSource, "__getstate__", keep_state),
+        _patched(NoiseSource, "__setstate__", restore),
+        _patched(DiscreteNoiseStream, "__getstate__", keep_state),
+        _patched(DiscreteNoiseStream, "__setstate__", restore),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def statistical_queries_reuse_chunks():
+    """A statistical query oracle that cycles through its chunks for free.
+
+    Query ``i`` is answered on chunk ``i mod n_queries`` and the oracle
+    never refuses: after ``n_queries`` answers every chunk answers again,
+    outside the parallel composition that pays for one answer per chunk.
+    """
+    from dpsklearn import PrivateStatisticalQueries
+
+    original = PrivateStatisticalQueries.__dict__["_answer"]
+
+    def answer(self, method, query, reduce):
+        state = self._serving_state_
+        state.max_queries = None  # no cap: answers past n_queries are free
+        chunks = self._chunks_
+        saved = chunks
+        self._chunks_ = {state.n_served: chunks[state.n_served % len(chunks)]}
+        try:
+            return original(self, method, query, reduce)
+        finally:
+            self._chunks_ = saved
+
+    with _patched(PrivateStatisticalQueries, "_answer", answer):
+        yield
+
+
+@contextlib.contextmanager
+def teacher_plain_vote():
+    """Teachers of a knowledge transfer that label with their exact statistic.
+
+    ``PrivatePredictionClassifier.predict`` returns the teachers' majority
+    vote and ``PrivatePredictionRegressor.predict`` their clipped mean, with
+    no mechanism: the published student learns non-private labels.
+    """
+    from dpsklearn import PrivatePredictionClassifier, PrivatePredictionRegressor
+
+    def majority(self, X, return_abstained=False):
+        labels = self.classes_[np.argmax(self._vote_counts(np.asarray(X)), axis=1)]
+        if return_abstained:
+            return labels, np.zeros(labels.shape[0], dtype=bool)
+        return labels
+
+    def mean(self, X):
+        return self._clipped_mean(np.asarray(X))
+
+    with (
+        _patched(PrivatePredictionClassifier, "predict", majority),
+        _patched(PrivatePredictionRegressor, "predict", mean),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def erm_utility_sensitivity_halved():
+    """``ExponentialMechanismERM`` sampling with half its utility sensitivity."""
+    from dpsklearn.mechanisms import ExponentialSelection
+
+    original = ExponentialSelection.__dict__["__init__"]
+
+    def init(self, epsilon, utility_sensitivity):
+        original(self, epsilon, utility_sensitivity / 2.0)
+
+    with _patched(ExponentialSelection, "__init__", init):
+        yield

@@ -169,7 +169,7 @@ def _one_way_exact(p, q, delta):
     excess = cum_p - delta
     if np.any((cum_q <= 0) & (excess > 1e-15)):
         return math.inf
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         y = np.where(cum_q > 0, excess / cum_q, -np.inf)
     y_star = float(np.max(y)) if y.size else 0.0
     return math.log(y_star) if y_star > 1.0 else 0.0

@@ -36,12 +36,16 @@ __all__ = [
 MIN_SAMPLES_PER_SHARD = 20
 #: Fewer rows per teacher than this draws a warning before anything is trained.
 _FEW_ROWS_PER_SHARD = 10
-#: Parameters of common estimators that a teacher's shard must exceed, and how.
+#: Parameters of common estimators that a teacher's shard must meet:
+#: ``name: (factor, smallest value that constrains)``. A shard of fewer than
+#: ``factor * value`` rows cannot be split (two leaves need twice the leaf
+#: size) or cannot answer (a neighbour search needs ``n_neighbors`` rows);
+#: values below the second number are the estimators' no-constraint defaults.
 _SHARD_SIZE_PARAMETERS = {
-    "min_samples_leaf": 2,  # two leaves need twice the leaf size
-    "min_samples_split": 1,
-    "n_neighbors": 1,
-    "min_child_samples": 2,
+    "min_samples_leaf": (2, 2),
+    "min_samples_split": (1, 3),
+    "n_neighbors": (1, 1),
+    "min_child_samples": (2, 2),
 }
 
 # Constraints shared by every teacher ensemble.
@@ -132,14 +136,13 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             params = {}
         for name, value in params.items():
             key = name.rsplit("__", 1)[-1]
-            factor = _SHARD_SIZE_PARAMETERS.get(key)
-            if (
-                factor is None
-                or not isinstance(value, Integral)
-                or isinstance(value, bool)
-            ):
+            rule = _SHARD_SIZE_PARAMETERS.get(key)
+            if rule is None or isinstance(value, bool):
                 continue
-            if rows < factor * value:
+            if not isinstance(value, Integral):
+                continue
+            factor, constrains = rule
+            if value >= constrains and rows < factor * value:
                 raise ValueError(
                     f"n_estimators={n_estimators} leaves {rows} rows per teacher, "
                     f"but the teacher's {name}={value} needs at least "
