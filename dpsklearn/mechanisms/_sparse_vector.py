@@ -237,6 +237,20 @@ class SparseVectorEngine:
         self.n_queries += position
         return outcome[:position], position
 
+    # -- copies ------------------------------------------------------------------
+    def __setstate__(self, state):
+        # A copy (pickle, deepcopy) whose noise streams reseed must not replay
+        # the original's noisy threshold: the two models' answers would then
+        # share one threshold draw. The copy draws a fresh one from its fresh
+        # stream and, since its current instance may already have answered
+        # queries with the old value, charges the new draw as a failed test
+        # (c += 1), as a restart that cannot restore its threshold does
+        # (docs/design.rst, "Serving state, copies and the ledger"). A copy
+        # bound to a ledger loads the ledger's record afterwards instead.
+        self.__dict__.update(state)
+        if getattr(self.threshold_noise, "reseed_on_copy", False) and not self.halted:
+            self._record_failure()
+
     # The noisy threshold is as secret as the data: never shown.
     def __repr__(self):
         return (
