@@ -138,16 +138,19 @@ def _client(
     rng = np.random.default_rng([seed, client_id])
     counts = collections.Counter()
     workers = collections.Counter()
+    latencies = []
     limits = httpx.Limits(max_keepalive_connections=0)
     with httpx.Client(base_url=base_url, timeout=60.0, limits=limits) as http:
         start.wait()  # every client ready (imported, connected) before timing
         for _ in range(n_requests):
             rows = rng.normal(size=(rows_per_request, n_features)).tolist()
+            sent = time.perf_counter()
             try:
                 response = http.post("/predict", json={"rows": rows})
             except httpx.TransportError:
                 counts["failed"] += 1  # no response: nothing was delivered
             else:
+                latencies.append(time.perf_counter() - sent)
                 body = response.json()
                 if response.status_code == 200:
                     counts["served"] += 1
@@ -161,7 +164,7 @@ def _client(
                     workers[body["worker"]] += 1
             with done.get_lock():
                 done.value += 1
-    return dict(counts), dict(workers)
+    return dict(counts), dict(workers), latencies
 
 
 def _client_main(args, queue):
@@ -191,8 +194,10 @@ def run_clients(
     totals : dict
         ``requests``, ``served``, ``refused``, ``failed``,
         ``rows_delivered``, ``rows_with_error``, any ``status_<code>``,
-        ``workers`` (pid -> responses), ``seconds`` (wall time of the load)
-        and ``requests_per_second``.
+        ``workers`` (pid -> responses), ``seconds`` (wall time of the load,
+        from the moment every client is ready), ``requests_per_second``,
+        and ``latency_ms_median`` / ``latency_ms_p95`` of the requests that
+        got a response.
     """
     context = multiprocessing.get_context("spawn")
     done = context.Value("l", 0)
@@ -223,9 +228,11 @@ def run_clients(
         client.join(timeout=60)
     totals = collections.Counter()
     workers = collections.Counter()
-    for counts, seen in results:
+    latencies = []
+    for counts, seen, times in results:
         totals.update(counts)
         workers.update(seen)
+        latencies.extend(times)
     totals = {key: int(value) for key, value in totals.items()}
     for key in ("served", "refused", "failed", "rows_delivered", "rows_with_error"):
         totals.setdefault(key, 0)
@@ -233,6 +240,9 @@ def run_clients(
     totals["workers"] = dict(workers)
     totals["seconds"] = seconds
     totals["requests_per_second"] = n_requests / seconds
+    if latencies:
+        totals["latency_ms_median"] = 1000 * float(np.median(latencies))
+        totals["latency_ms_p95"] = 1000 * float(np.percentile(latencies, 95))
     return totals
 
 
