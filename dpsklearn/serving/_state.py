@@ -218,7 +218,12 @@ class ServingState:
             store, model_id = self.record_binding
             with store.model_transaction(model_id) as record:
                 try:
-                    self._load(record)
+                    # A record in memory that this object wrote last holds
+                    # this object's own state: nothing to load. A durable
+                    # record is always loaded (a commit that failed leaves
+                    # the stored version behind this object's).
+                    if store.durable or record.version != self._ledger_version:
+                        self._load(record)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ValueError(
                         f"the stored record {model_id} of this model is corrupt or "
