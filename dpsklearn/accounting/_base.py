@@ -50,9 +50,10 @@ class ModelRecord:
 
     Yielded by :meth:`BudgetStore.model_transaction`. ``state`` holds the
     public counters (a JSON object), ``secret`` the noisy threshold (a JSON
-    object, or None when the store does not keep it). :meth:`save` writes a
-    new version within the same transaction; the store commits it before
-    the transaction's block returns.
+    object, or None when the store does not keep it); both are read-only:
+    :meth:`save` stores new dicts, as a new version within the same
+    transaction, which the store commits before the transaction's block
+    returns.
 
     Parameters
     ----------
@@ -65,8 +66,8 @@ class ModelRecord:
     secret : dict or None
         The stored noisy threshold.
     write : callable
-        ``write(version, state_text, secret_text)`` stores a new version in
-        the open transaction.
+        ``write(version, state, secret)`` stores a new version in the open
+        transaction.
     keep_secret : bool, default=True
         Whether the store keeps the secret (False: ``save`` drops it).
 
@@ -103,6 +104,9 @@ class ModelRecord:
     def save(self, state: dict, secret: dict | None = None) -> int:
         """Store ``state`` (and ``secret`` if the store keeps it) as a new version.
 
+        The store keeps the dicts given (in memory) or their JSON text (a
+        ledger): do not change them afterwards.
+
         Returns
         -------
         version : int
@@ -112,7 +116,7 @@ class ModelRecord:
             secret = None
         if state == self.state and secret == self.secret:
             return self.version  # nothing changed: no write
-        self._write(self.version + 1, record_text(state), record_text(secret))
+        self._write(self.version + 1, state, secret)
         self.version += 1
         self.state, self.secret = state, secret
         return self.version
@@ -181,13 +185,22 @@ class BudgetStore(Protocol):
         """Open the record's transaction; yield its :class:`ModelRecord`."""
 
 
+def _copied(value):
+    """A copy of a JSON-like value (dicts and lists copied, scalars shared)."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 class _MemoryRecords:
     """Model records kept in memory: ``{model_id: [version, label, state, secret]}``.
 
-    The texts are the same canonical JSON a ledger stores, so a state that a
-    ledger could not store fails in memory too. A copy (pickle, deepcopy of
-    a model-owned accountant) copies the records: the copy continues from
-    the state at the time of the copy, independently.
+    ``state`` and ``secret`` are the dicts last saved (a serving state saves
+    new dicts every time, and nobody changes them after). A copy (pickle,
+    deepcopy of a model-owned accountant) copies the records: the copy
+    continues from the state at the time of the copy, independently.
     """
 
     def __init__(self):
@@ -294,8 +307,8 @@ class BaseAccountant(abc.ABC):
             records.rows[model_id] = [
                 1,
                 None if label is None else str(label),
-                record_text(state),
-                record_text(secret),
+                _copied(state),
+                _copied(secret),
             ]
         return model_id
 
@@ -314,12 +327,12 @@ class BaseAccountant(abc.ABC):
                     f"{self._name()} has no record of this model (id {model_id}); "
                     "it answers nothing rather than start from a fresh state"
                 )
-            version, state, secret = parse_record(model_id, row[0], row[2], row[3])
+            # The stored dicts themselves: a record's state is read-only, and
+            # a save stores new dicts (no copy per batch on the serving path).
+            def write(new_version, state, secret, row=row):
+                row[0], row[2], row[3] = new_version, state, secret
 
-            def write(new_version, state_text, secret_text, row=row):
-                row[0], row[2], row[3] = new_version, state_text, secret_text
-
-            yield ModelRecord(model_id, version, state, secret, write=write)
+            yield ModelRecord(model_id, row[0], row[2], row[3], write=write)
 
     # -- spending ------------------------------------------------------------
     @staticmethod

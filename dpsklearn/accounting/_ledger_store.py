@@ -485,12 +485,18 @@ class LedgerStore(abc.ABC):
                     self.path,
                 ) from None
 
-            def write(new_version, state_text, secret_text):
+            def write(new_version, state, secret):
                 self.execute(
                     conn,
                     "UPDATE models SET state = ?, secret = ?, version = ?, "
                     "updated = ? WHERE model_id = ?",
-                    (state_text, secret_text, new_version, time.time(), model_id),
+                    (
+                        record_text(state),
+                        record_text(secret),
+                        new_version,
+                        time.time(),
+                        model_id,
+                    ),
                 )
 
             yield ModelRecord(
