@@ -2,9 +2,12 @@
 
 See docs/design.rst, "Serving state, copies and the ledger".
 
-Every ledger lives in pytest's ``tmp_path``. The multi-process tests use
-the ``spawn`` start method and a child interpreter killed with SIGKILL, so
-they exercise real process boundaries, not threads.
+Every test that takes ``ledger_url`` runs on both storage backends (a
+SQLite file in pytest's ``tmp_path``; a fresh schema of the PostgreSQL
+server named by ``DPSKLEARN_TEST_POSTGRES_URL``; see
+``tests/_ledger_backends.py``). The multi-process tests use the ``spawn``
+start method and a child interpreter killed with SIGKILL, so they exercise
+real process boundaries, not threads.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 import numpy as np
 import pytest
 from _helpers import STUMP, two_blobs
+from _ledger_backends import ledger_url_fixture  # noqa: F401 (ledger_url)
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
@@ -93,12 +97,13 @@ def _timeless(event):
 
 
 # -- opening, budget, errors ------------------------------------------------------
-def test_create_open_and_budget_mismatch(tmp_path):
-    path = tmp_path / "budget.sqlite"
+def test_create_open_and_budget_mismatch(ledger_url):
+    path = ledger_url("budget")
     with pytest.raises(ValueError, match="give epsilon"):
         PrivacyLedger(path)
-    assert not path.exists()
+    assert not ledger_url.exists(path)
     ledger = PrivacyLedger(path, epsilon=1.0, delta=DELTA)
+    assert ledger.backend == ledger_url.backend
     ledger.spend(0.25, label="a")
     other = PrivacyLedger(str(path))  # reads the stored budget
     assert (other.epsilon, other.delta, other.composition) == (1.0, DELTA, "basic")
@@ -111,11 +116,11 @@ def test_create_open_and_budget_mismatch(tmp_path):
 
 
 @pytest.mark.parametrize("composition", ["advanced", "pld", "rdp"])
-def test_only_filter_valid_compositions(tmp_path, composition):
+def test_only_filter_valid_compositions(ledger_url, composition):
     with pytest.raises(ValueError, match="filter"):
-        PrivacyLedger(tmp_path / "x.sqlite", 1.0, DELTA, composition)
+        PrivacyLedger(ledger_url("x"), 1.0, DELTA, composition)
     with pytest.raises(ValueError, match="composition"):
-        PrivacyLedger(tmp_path / "x.sqlite", 1.0, DELTA, "nonsense")
+        PrivacyLedger(ledger_url("x"), 1.0, DELTA, "nonsense")
     with pytest.raises(ValueError, match="in-memory"):
         PrivacyLedger(":memory:", 1.0)
 
@@ -162,64 +167,107 @@ def test_corrupt_file_raises_clearly(tmp_path):
         PrivacyLedger(path)
     assert str(path) in str(err.value)
 
-    # A corrupt budget record.
-    path = tmp_path / "meta.sqlite"
+
+_V1_FILE = os.path.join(os.path.dirname(__file__), "data", "ledger_schema_v1.sqlite")
+
+
+def test_a_ledger_file_of_the_first_format_still_opens(tmp_path):
+    """A file written by the SQLite-only ledger opens, reads and serves as before.
+
+    ``tests/data/ledger_schema_v1.sqlite`` was written by the ledger before
+    the storage was split into backends: budget (500, 1e-4); spends of 0.5
+    (pure), 3 x 0.05 (bounded range) + (0.2, 1e-7), and a model's (200,
+    1e-5) reservation; one model record that answered 10 rows with 2
+    abstentions. A ledger created now has the same schema, statement for
+    statement.
+    """
+    path = tmp_path / "v1.sqlite"
+    path.write_bytes(open(_V1_FILE, "rb").read())
+    ledger = PrivacyLedger(path)
+    assert (ledger.epsilon, ledger.delta, ledger.composition) == (500.0, 1e-4, "basic")
+    assert ledger.n_spends == 3 and len(ledger.events) == 4
+    assert ledger.spent == pytest.approx((200.85, 1.01e-5))
+    assert [e.kind for e in ledger.events] == [
+        "pure",
+        "bounded_range",
+        "approximate",
+        "approximate",
+    ]
+    (record,) = ledger.model_records()
+    assert (record["n_served"], record["abstention_count"]) == (10, 2)
+    ledger.spend(1.0, label="after the upgrade")
+    with ledger.model_transaction(record["model_id"]) as stored:
+        assert stored.state["n_served"] == 10 and stored.version >= 2
+    assert PrivacyLedger(path).spent == pytest.approx((201.85, 1.01e-5))
+
+    fresh = tmp_path / "fresh.sqlite"
+    PrivacyLedger(fresh, 1.0).close()
+
+    def schema(p):
+        conn = sqlite3.connect(p)
+        rows = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+        ).fetchall()
+        conn.close()
+        return rows
+
+    assert schema(fresh) == schema(_V1_FILE)
+
+
+def test_corrupt_budget_record_and_foreign_tables_raise_clearly(ledger_url):
+    path = ledger_url("meta")
     PrivacyLedger(path, epsilon=1.0).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = '\"lots\"' WHERE key = 'epsilon'")
-    conn.commit()
-    conn.close()
-    with pytest.raises(LedgerError, match="budget record"):
+    ledger_url.sql(path, "UPDATE meta SET value = '\"lots\"' WHERE key = 'epsilon'")
+    with pytest.raises(LedgerError, match="budget record") as err:
         PrivacyLedger(path)
+    assert ledger_url.key(path) in err.value.filename  # names the ledger
+    # Tables that are not a ledger's: refused, and left alone.
+    foreign = ledger_url("foreign")
+    PrivacyLedger(foreign, epsilon=1.0).close()
+    for table in ("events", "models", "meta"):
+        ledger_url.sql(foreign, f"DROP TABLE {table}")
+    ledger_url.sql(foreign, "CREATE TABLE customers (name TEXT)")
+    with pytest.raises(LedgerError, match="not a dpsklearn ledger"):
+        PrivacyLedger(foreign, epsilon=1.0)
+    assert ledger_url.sql(foreign, "SELECT COUNT(*) FROM customers") == [(0,)]
 
 
-def test_a_model_on_a_ledger_that_breaks_answers_nothing(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_a_model_on_a_ledger_that_breaks_answers_nothing(ledger_url):
+    path = ledger_url("ledger")
     ledger = PrivacyLedger(path, epsilon=500.0, delta=1e-4)
     model = _model(ledger).fit(X_TRAIN, Y_TRAIN)
     X = _queries(2)
     model.predict(X[0])
     ledger.close()
-    for suffix in ("", "-wal", "-shm"):
-        target = tmp_path / f"ledger.sqlite{suffix}"
-        if target.exists():
-            target.write_bytes(b"\x00garbage" * 1000)
+    ledger_url.destroy(path, how="garbage")  # PostgreSQL: the schema dropped
     with pytest.raises(LedgerError) as err:
         model.predict(X[1])
-    assert str(path) in str(err.value)
+    assert ledger.path in str(err.value)
     with pytest.raises(LedgerError):
         ledger.spend(0.1)
 
 
-def test_a_corrupt_model_record_answers_nothing(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_a_corrupt_model_record_answers_nothing(ledger_url):
+    path = ledger_url("ledger")
     ledger = PrivacyLedger(path, epsilon=500.0, delta=1e-4)
     model = _model(ledger).fit(X_TRAIN, Y_TRAIN)
     model_id = model._serving_state_.ledger_binding[1]
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE models SET state = '{}' WHERE model_id = ?", (model_id,))
-    conn.commit()
-    conn.close()
+    update = "UPDATE models SET state = ? WHERE model_id = ?"
+    ledger_url.sql(path, update, ("{}", model_id))
     with pytest.raises(ValueError, match="corrupt") as err:
         model.predict(_queries(1)[0])
     assert model_id in str(err.value)
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE models SET state = 'x{' WHERE model_id = ?", (model_id,))
-    conn.commit()
-    conn.close()
+    ledger_url.sql(path, update, ("x{", model_id))
     with pytest.raises(LedgerError, match="corrupt model record"):
         model.predict(_queries(1)[0])
-    conn = sqlite3.connect(path)
-    conn.execute("DELETE FROM models")
-    conn.commit()
-    conn.close()
+    ledger_url.sql(path, "DELETE FROM models")
     with pytest.raises(LedgerError, match="no record of this model"):
         model.predict(_queries(1)[0])
 
 
 # -- the accountant interface -------------------------------------------------------
-def test_interface_matches_the_accountant(tmp_path):
-    ledger = PrivacyLedger(tmp_path / "l.sqlite", 2.0, DELTA)
+def test_interface_matches_the_accountant(ledger_url):
+    ledger = PrivacyLedger(ledger_url("l"), 2.0, DELTA)
     acc = PrivacyAccountant(2.0, DELTA)
     for target in (ledger, acc):
         target.spend(0.5, label="a")
@@ -246,8 +294,8 @@ def test_interface_matches_the_accountant(tmp_path):
     assert "spent under basic: epsilon=1," in text
 
 
-def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(tmp_path):
-    ledger = PrivacyLedger(tmp_path / "z.sqlite", 1.0, DELTA, "zcdp")
+def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(ledger_url):
+    ledger = PrivacyLedger(ledger_url("z"), 1.0, DELTA, "zcdp")
     accepted = 0
     while True:
         try:
@@ -260,7 +308,7 @@ def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(tmp_path):
     assert accepted == 55
     assert ledger.spent[0] <= 1.0 and ledger.spent_basic[0] == pytest.approx(2.75)
 
-    mixed = PrivacyLedger(tmp_path / "m.sqlite", 3.0, DELTA, "zcdp")
+    mixed = PrivacyLedger(ledger_url("m"), 3.0, DELTA, "zcdp")
     mixed.spend_events([BoundedRangeEvent(0.05, count=50)])  # basic 2.5, zCDP ~0.7
     assert mixed.spent[0] < 1.0
     # An approximate event moves the ledger to basic composition, which no
@@ -273,8 +321,8 @@ def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(tmp_path):
     assert "basic (zcdp with approximate events)" in mixed.report()
 
 
-def test_clone_deepcopy_and_pickle_share_the_ledger(tmp_path):
-    path = tmp_path / "l.sqlite"
+def test_clone_deepcopy_and_pickle_share_the_ledger(ledger_url):
+    path = ledger_url("l")
     ledger = PrivacyLedger(path, 1.0)
     model = _model(ledger, epsilon=0.5)
     assert clone(model).accountant is ledger
@@ -284,14 +332,13 @@ def test_clone_deepcopy_and_pickle_share_the_ledger(tmp_path):
     assert len(payload) < 2000  # by path: no events, no connection inside
 
 
-def test_unpickling_a_ledger_whose_file_is_gone_refuses(tmp_path):
-    path = tmp_path / "l.sqlite"
+def test_unpickling_a_ledger_whose_file_is_gone_refuses(ledger_url):
+    path = ledger_url("l")
     payload = pickle.dumps(PrivacyLedger(path, 1.0))
     import gc
 
     gc.collect()  # no live object left in this process
-    for suffix in ("", "-wal", "-shm"):
-        (tmp_path / f"l.sqlite{suffix}").unlink(missing_ok=True)
+    ledger_url.destroy(path)
     with pytest.raises(LedgerError, match="refusing to start a fresh budget"):
         pickle.loads(payload)
 
@@ -323,9 +370,9 @@ def _grid(ledger, n_jobs=None, refit=False):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_grid_search_records_every_fit(tmp_path, n_jobs):
+def test_grid_search_records_every_fit(ledger_url, n_jobs):
     X, y = X_TRAIN[:160], Y_TRAIN[:160]
-    ledger = PrivacyLedger(tmp_path / "grid.sqlite", 20.0, 1e-3)
+    ledger = PrivacyLedger(ledger_url("grid"), 20.0, 1e-3)
     _grid(ledger, n_jobs).fit(X, y)
     assert ledger.n_spends == 16 and len(ledger.events) == 16
     assert ledger.spent == pytest.approx((20.0, 16e-5))
@@ -335,7 +382,7 @@ def test_grid_search_records_every_fit(tmp_path, n_jobs):
     assert sorted(e.epsilon for e in ledger.events) == sorted(EPSILONS * 4)
 
     # refit=True: the 16 fits and the refit on the whole data, 17 in all.
-    ledger = PrivacyLedger(tmp_path / "refit.sqlite", 25.0, 1e-3)
+    ledger = PrivacyLedger(ledger_url("refit"), 25.0, 1e-3)
     search = _grid(ledger, n_jobs, refit=True).fit(X, y)
     assert ledger.n_spends == 17 and len(ledger.model_records()) == 17
     assert search.best_estimator_.accountant_ is ledger
@@ -346,7 +393,7 @@ def test_grid_search_records_every_fit(tmp_path, n_jobs):
 
     # The fit that would exceed the budget raises; the ones before are kept.
     # (Last: joblib stops its workers after an error.)
-    short = PrivacyLedger(tmp_path / "short.sqlite", 17.0, 1e-3)
+    short = PrivacyLedger(ledger_url("short"), 17.0, 1e-3)
     with pytest.raises(BudgetExhaustedError):
         _grid(short, n_jobs).fit(X, y)
     spent = short.spent[0]
@@ -359,10 +406,10 @@ def test_grid_search_records_every_fit(tmp_path, n_jobs):
 
 # -- concurrency ------------------------------------------------------------------
 @pytest.mark.parametrize("composition", ["basic", "zcdp"])
-def test_sixteen_threads_never_exceed_the_budget(tmp_path, composition):
+def test_sixteen_threads_never_exceed_the_budget(ledger_url, composition):
     expected = {"basic": 20, "zcdp": 55}[composition]
     for round_ in range(3):
-        path = tmp_path / f"threads{round_}.sqlite"
+        path = ledger_url(f"threads{round_}")
         ledger = PrivacyLedger(path, 1.0, DELTA, composition)
         start = threading.Barrier(16)
         accepted = []
@@ -404,8 +451,8 @@ def _process_worker(paths, barrier, results):
     results.put(accepted)
 
 
-def test_four_processes_never_exceed_the_budget(tmp_path):
-    paths = [str(tmp_path / f"proc{r}.sqlite") for r in range(20)]
+def test_four_processes_never_exceed_the_budget(ledger_url):
+    paths = [ledger_url(f"proc{r}") for r in range(20)]
     for path in paths:
         PrivacyLedger(path, 1.0)
     context = multiprocessing.get_context("spawn")
@@ -430,17 +477,15 @@ def test_four_processes_never_exceed_the_budget(tmp_path):
 
 
 # -- durable serving state --------------------------------------------------------
-def _stored(path, model_id):
-    conn = sqlite3.connect(path)
-    state, secret = conn.execute(
-        "SELECT state, secret FROM models WHERE model_id = ?", (model_id,)
-    ).fetchone()
-    conn.close()
+def _stored(ledger_url, path, model_id):
+    ((state, secret),) = ledger_url.sql(
+        path, "SELECT state, secret FROM models WHERE model_id = ?", (model_id,)
+    )
     return json.loads(state), (None if secret is None else json.loads(secret))
 
 
-def test_copies_continue_the_stored_state_and_never_get_budget_back(tmp_path):
-    path = tmp_path / "serve.sqlite"
+def test_copies_continue_the_stored_state_and_never_get_budget_back(ledger_url):
+    path = ledger_url("serve")
     ledger = PrivacyLedger(path, 500.0, 1e-4)
     model = _model(ledger).fit(X_TRAIN, Y_TRAIN)
     model_id = model._serving_state_.ledger_binding[1]
@@ -462,7 +507,7 @@ def test_copies_continue_the_stored_state_and_never_get_budget_back(tmp_path):
     final = model.budget_status()
     assert final.n_served == 40
     assert final.n_failed_tests >= 8
-    state, secret = _stored(path, model_id)
+    state, secret = _stored(ledger_url, path, model_id)
     assert state["n_served"] == 40
     assert state["engine"]["abstention_count"] == final.n_failed_tests
     assert state["engine"]["n_queries"] == 40
@@ -475,8 +520,8 @@ def test_copies_continue_the_stored_state_and_never_get_budget_back(tmp_path):
     assert ledger.n_spends == 1
 
 
-def test_reports_and_errors_never_show_the_secret(tmp_path):
-    path = tmp_path / "serve.sqlite"
+def test_reports_and_errors_never_show_the_secret(ledger_url):
+    path = ledger_url("serve")
     ledger = PrivacyLedger(path, 500.0, 1e-4)
     model = _model(ledger, verbose=1).fit(X_TRAIN, Y_TRAIN)
     model.predict(_queries(1)[0])
@@ -492,15 +537,15 @@ def test_reports_and_errors_never_show_the_secret(tmp_path):
         repr(engine),
         str(model.budget_status()),
     ]
-    with ledger._model_transaction(model_id) as record:
+    with ledger.model_transaction(model_id) as record:
         texts.append(repr(record))
     for text in texts:
         assert secret not in text and "noisy" not in text
     assert model_id in ledger.report()
 
 
-def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(tmp_path):
-    path = tmp_path / "public.sqlite"
+def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(ledger_url):
+    path = ledger_url("public")
     ledger = PrivacyLedger(path, 500.0, 1e-4, store_noisy_threshold=False)
     with pytest.raises(ValueError, match="store_noisy_threshold"):
         PrivacyLedger(path, store_noisy_threshold=True)
@@ -510,7 +555,7 @@ def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(tmp_path
     model.predict(far[0])
     base = model.budget_status().n_failed_tests
     model.predict(far[1])  # the same object keeps its threshold in memory
-    assert _stored(path, model_id)[1] is None
+    assert _stored(ledger_url, path, model_id)[1] is None
     again = model.budget_status().n_failed_tests
     # A copy that did not write the stored version must redraw: +1 abstention.
     copy_ = pickle.loads(pickle.dumps(model))
@@ -522,8 +567,8 @@ def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(tmp_path
     assert again >= base
 
 
-def test_halted_model_stays_halted_in_every_copy(tmp_path):
-    ledger = PrivacyLedger(tmp_path / "h.sqlite", 500.0, 1e-4)
+def test_halted_model_stays_halted_in_every_copy(ledger_url):
+    ledger = PrivacyLedger(ledger_url("h"), 500.0, 1e-4)
     model = _model(ledger, max_unstable=3).fit(X_TRAIN, Y_TRAIN)
     stale = pickle.dumps(model)
     X = _queries(2)
@@ -563,8 +608,8 @@ _CHILD = textwrap.dedent(
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_sigkill_mid_stream_loses_no_spend(tmp_path):
-    path = tmp_path / "killed.sqlite"
+def test_sigkill_mid_stream_loses_no_spend(ledger_url, tmp_path):
+    path = ledger_url("killed")
     pickle_path = tmp_path / "model.pkl"
     PrivacyLedger(path, 500.0, 1e-4)
     script = tmp_path / "child.py"
@@ -620,7 +665,7 @@ def test_sigkill_mid_stream_loses_no_spend(tmp_path):
     status = model.budget_status()
     assert status.n_served == record["n_served"]
     assert status.n_failed_tests == record["abstention_count"]
-    state, secret = _stored(path, record["model_id"])
+    state, secret = _stored(ledger_url, path, record["model_id"])
     engine = model._serving_state_.engine.test
     assert engine._noisy_threshold == secret["noisy_threshold"]
     assert engine.n_threshold_draws == state["engine"]["n_threshold_draws"]

@@ -1,5 +1,7 @@
 """Every estimator that serves queries keeps its counters durable in a ledger.
 
+On both storage backends (``tests/_ledger_backends.py``).
+
 A pickled copy made before serving, or a second copy, continues the stored
 counters instead of answering again from its own stale copy (docs/design.rst,
 "Serving state, copies and the ledger"): the
@@ -13,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _ledger_backends import ledger_url_fixture  # noqa: F401 (ledger_url)
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -78,8 +81,8 @@ def _models():
         "confident_gnmax",
     ],
 )
-def test_a_stale_copy_continues_the_stored_counter(tmp_path, name):
-    ledger = PrivacyLedger(tmp_path / "budget.sqlite", epsilon=10.0, delta=1e-3)
+def test_a_stale_copy_continues_the_stored_counter(ledger_url, name):
+    ledger = PrivacyLedger(ledger_url("budget"), epsilon=10.0, delta=1e-3)
     model = _fit(_models()[name], ledger)
     stale = pickle.loads(pickle.dumps(model))  # a copy made before serving
     model.predict(QUERIES[:8])
@@ -90,10 +93,10 @@ def test_a_stale_copy_continues_the_stored_counter(tmp_path, name):
     assert excinfo.value.n_answered == 4
 
 
-def test_gnmax_proba_and_labels_draw_on_one_durable_counter(tmp_path):
+def test_gnmax_proba_and_labels_draw_on_one_durable_counter(ledger_url):
     # Under mechanism="gnmax" predict_proba reads the same release as predict:
     # one unit per row, durable across copies like the exponential mechanism.
-    ledger = PrivacyLedger(tmp_path / "budget.sqlite", epsilon=10.0, delta=1e-3)
+    ledger = PrivacyLedger(ledger_url("budget"), epsilon=10.0, delta=1e-3)
     model = _fit(_models()["private_prediction_gnmax"], ledger)
     stale = pickle.loads(pickle.dumps(model))
     model.predict(QUERIES[:4])
@@ -105,8 +108,8 @@ def test_gnmax_proba_and_labels_draw_on_one_durable_counter(tmp_path):
     assert model.budget_status().query_units_remaining == 0
 
 
-def test_statistical_queries_never_reuse_a_chunk(tmp_path):
-    ledger = PrivacyLedger(tmp_path / "budget.sqlite", epsilon=1.0)
+def test_statistical_queries_never_reuse_a_chunk(ledger_url):
+    ledger = PrivacyLedger(ledger_url("budget"), epsilon=1.0)
     oracle = PrivateStatisticalQueries(n_queries=3, epsilon=1.0, random_state=0)
     oracle.set_params(accountant=ledger)
     with warnings.catch_warnings():

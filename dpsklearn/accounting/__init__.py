@@ -13,14 +13,19 @@
   ``dp_accounting``), and the one rule for budgets shared between fits.
 * :mod:`._split` -- one budget over ``m`` identical releases.
 * :mod:`._base`, :mod:`._accountant`, :mod:`._ledger` -- the accountant
-  interface and its two implementations, in memory and in a SQLite file.
+  interface and its two implementations, in memory and in a database;
+  :class:`BudgetStore`, the protocol serving talks to (model records and
+  their transactions), and :class:`ModelRecord`.
+* :mod:`._ledger_store`, :mod:`._ledger_sqlite`, :mod:`._ledger_postgres`
+  -- the ledger's storage interface and its two backends, a SQLite file and
+  a PostgreSQL database.
 
 The mathematics is in ``docs/design.rst``, "Composition" and "Shared
 accountants and privacy filters", and ``docs/accounting_theory.rst``.
 """
 
 from ._accountant import PrivacyAccountant
-from ._base import BaseAccountant
+from ._base import BaseAccountant, BudgetStore, ModelRecord
 from ._bounded_range import bounded_range_delta, bounded_range_max_epsilon0
 from ._composer import COMPOSITIONS, FILTER_VALID
 from ._composition import (
@@ -56,10 +61,12 @@ __all__ = [
     "ApproximateEvent",
     "BaseAccountant",
     "BoundedRangeEvent",
+    "BudgetStore",
     "DiscreteLaplaceEvent",
     "GaussianEvent",
     "LaplaceEvent",
     "LedgerError",
+    "ModelRecord",
     "PrivacyAccountant",
     "PrivacyEvent",
     "PrivacyLedger",

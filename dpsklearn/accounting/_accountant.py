@@ -153,6 +153,8 @@ class PrivacyAccountant(BaseAccountant):
         with self._lock:
             state = self.__dict__.copy()
             state["_events"] = list(self._events)
+            if "_serving_records" in state:  # a copy serves from its own records
+                state["_serving_records"] = state["_serving_records"].copy()
         # The composer (with dp_accounting objects) is rebuilt from the events.
         del state["_lock"]
         del state["_composer"]

@@ -1,15 +1,20 @@
-"""A durable privacy budget shared by processes: the SQLite ledger.
+"""A durable privacy budget shared by processes and hosts: the ledger.
 
-:class:`PrivacyLedger` is an accountant kept in a SQLite file (standard
-library :mod:`sqlite3`). Several objects, threads and processes may open the
-same file at once: every check-and-spend is one ``BEGIN IMMEDIATE``
-transaction (SQLite's write lock, waited for up to ``timeout`` seconds), so
-two spends never interleave and the composed total never exceeds the budget.
+:class:`PrivacyLedger` is an accountant kept in a database: a SQLite file
+(standard library :mod:`sqlite3`) for one machine, or a PostgreSQL database
+(``postgresql://...``, the ``postgres`` extra) for several hosts. Several
+objects, threads, processes and hosts may open the same ledger at once:
+every check-and-spend is one transaction holding the ledger's write lock
+(SQLite's ``BEGIN IMMEDIATE``, or a PostgreSQL row lock on the budget row),
+waited for up to ``timeout`` seconds, so two spends never interleave and the
+composed total never exceeds the budget. The storage is a small backend
+interface (:mod:`._ledger_store`) with one implementation per database
+(:mod:`._ledger_sqlite`, :mod:`._ledger_postgres`).
 
-Sharing. A ledger pickles *by path*: an unpickled copy reconnects to the
-same file (and, within one process, is the same object), so the clones that
-``GridSearchCV(n_jobs=2)`` sends to its workers all draw from one budget.
-``clone`` and ``copy.deepcopy`` return the ledger itself.
+Sharing. A ledger pickles *by location*: an unpickled copy reconnects to the
+same file or database (and, within one process, is the same object), so the
+clones that ``GridSearchCV(n_jobs=2)`` sends to its workers all draw from
+one budget. ``clone`` and ``copy.deepcopy`` return the ledger itself.
 
 Durability. A spend is committed (fsynced) before it returns. A model fitted
 with a ledger as its accountant keeps its serving state in a *model record*
@@ -39,44 +44,56 @@ from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE, validate_params
 from ._base import BaseAccountant, utc
 from ._composer import COMPOSITIONS, check_composition
 from ._events import PrivacyEvent
-from ._ledger_store import LedgerError, LedgerFile
+from ._ledger_postgres import PostgresStore, is_postgres_url
+from ._ledger_sqlite import SQLiteStore, sqlite_path
+from ._ledger_store import LedgerError
 
 __all__ = ["LedgerError", "PrivacyLedger"]
 
-_EVENT_COLUMNS = (
-    "id, spend_id, time, label, kind, epsilon, delta, count, sigma, sensitivity, scale"
-)
-
-# One live object per ledger file and process: unpickling a ledger in a
-# process that already has it open returns that object (one lock, one
-# connection), as clone() does.
+# One live object per ledger and process: unpickling a ledger in a process
+# that already has it open returns that object (one lock, one connection),
+# as clone() does.
 _LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _LIVE_LOCK = threading.Lock()
 
 
-def _reopen_ledger(path, timeout):
-    """Unpickle a ledger: the live object of this process, or reconnect by path."""
-    key = os.path.realpath(path)
+def _open_store(location, timeout, on_rollback):
+    """The storage backend for a file path or a PostgreSQL URL."""
+    if is_postgres_url(location):
+        return PostgresStore(location, timeout, on_rollback)
+    return SQLiteStore(sqlite_path(location), timeout, on_rollback)
+
+
+def _reopen_ledger(location, timeout):
+    """Unpickle a ledger: the live object of this process, or reconnect."""
+    probe = _open_store(location, timeout, lambda: None)
     with _LIVE_LOCK:
-        ledger = _LIVE.get(key)
+        ledger = _LIVE.get(probe.live_key)
     if ledger is not None:
         return ledger
-    return PrivacyLedger._open(path, timeout=timeout, must_exist=True)
+    return PrivacyLedger._open(location, timeout=timeout, must_exist=True)
 
 
 class PrivacyLedger(BaseAccountant):
-    """A privacy budget in a SQLite file, shared by threads, processes and restarts.
+    """A privacy budget in a database, shared by threads, processes, hosts and restarts.
 
     The same interface as :class:`~dpsklearn.PrivacyAccountant` (both
-    implement :class:`~dpsklearn.accounting.BaseAccountant`), so it can be
-    the ``accountant`` of any estimator; every check-and-spend is one SQLite
-    transaction, atomic across threads and processes.
+    implement :class:`~dpsklearn.accounting.BaseAccountant` and the
+    :class:`~dpsklearn.accounting.BudgetStore` protocol that serving uses),
+    so it can be the ``accountant`` of any estimator; every check-and-spend
+    is one database transaction, atomic across threads, processes and hosts.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The ledger file. Created, with the given budget, when it does not
-        exist; otherwise opened, and its stored budget is used.
+        Where the ledger is: a file path (a SQLite file, for one machine),
+        or a PostgreSQL URL ``postgresql://user@host:port/dbname`` (for
+        several hosts; the ``postgres`` extra, ``pip install
+        "dpsklearn[postgres]"``), optionally with ``?schema=name`` (the
+        PostgreSQL schema that holds this ledger's tables, default
+        ``dpsklearn_ledger``; one database may hold several ledgers).
+        Created, with the given budget, when it does not exist; otherwise
+        opened, and its stored budget is used.
     epsilon : float, default=None
         Total epsilon budget. Required to create a ledger; when opening one,
         None reads the stored budget and a different value raises ValueError.
@@ -94,13 +111,15 @@ class PrivacyLedger(BaseAccountant):
         of one abstention whenever a copy of a model must redraw the
         threshold.
     timeout : float, default=30.0
-        Seconds to wait for another process's transaction (SQLite busy
-        timeout) before raising :class:`LedgerError`.
+        Seconds to wait for another process's transaction (SQLite's busy
+        timeout, PostgreSQL's ``lock_timeout``) before raising
+        :class:`LedgerError`.
 
     Attributes
     ----------
     path : str
-        Absolute path of the ledger file.
+        Absolute path of the ledger file, or the PostgreSQL URL without its
+        password.
     epsilon, delta : float
         The stored budget.
     composition : str
@@ -113,10 +132,14 @@ class PrivacyLedger(BaseAccountant):
     Raises
     ------
     LedgerError
-        When the path is a directory or cannot be written, or the file is
-        not a ledger or is corrupt (the message names the path).
+        When the path is a directory or cannot be written, the file is not
+        a ledger or is corrupt, or the PostgreSQL server cannot be reached
+        (the message names the path or the URL, never a password).
     ValueError
         When a given budget or composition differs from the stored one.
+    ImportError
+        For a PostgreSQL URL without the driver: ``pip install
+        "dpsklearn[postgres]"``.
 
     Notes
     -----
@@ -133,11 +156,23 @@ class PrivacyLedger(BaseAccountant):
     are accepted, and once the ledger holds an approximate ``(epsilon,
     delta)`` event, ``"zcdp"`` reports and checks basic composition.
 
-    Sharing. ``pickle`` stores only the path: an unpickled ledger reconnects
-    to the same file (in the same process it is the same object), and one
-    whose file is gone raises :class:`LedgerError` rather than start a fresh
+    Sharing. ``pickle`` stores only the location (the file path, or the
+    PostgreSQL URL as given, password included: a pickle of a model is as
+    secret as the data anyway; prefer a password file or ``PGPASSWORD`` to
+    a password in the URL): an unpickled ledger reconnects to the same
+    ledger (in the same process it is the same object), and one whose file
+    or schema is gone raises :class:`LedgerError` rather than start a fresh
     budget. ``clone`` and ``copy.deepcopy`` return the ledger itself. This
-    is how ``GridSearchCV(n_jobs=2)`` with the loky backend shares one budget.
+    is how ``GridSearchCV(n_jobs=2)`` with the loky backend, or the worker
+    processes of a service on several hosts, share one budget.
+
+    Isolation. SQLite: every write transaction is ``BEGIN IMMEDIATE`` (one
+    write lock per file). PostgreSQL: READ COMMITTED with an explicit row
+    lock, on the budget row for a check-and-spend and on the model's row
+    for a serving transaction; a transaction the server aborts anyway
+    (serialization failure, deadlock) is rolled back whole and a
+    check-and-spend runs again (``docs/cluster.rst``, "One budget across
+    hosts").
 
     Durability. A spend is committed before ``spend`` returns. A model
     fitted with a ledger stores its serving state under a model record and
@@ -199,41 +234,25 @@ class PrivacyLedger(BaseAccountant):
     def _setup(
         self, path, epsilon, delta, composition, store_threshold, timeout, must_exist
     ):
-        try:
-            path = os.fspath(path)
-        except TypeError:
-            raise TypeError(
-                f"path must be a file path (str or os.PathLike), got {path!r}."
-            ) from None
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
-        if not path or path == ":memory:" or path.startswith("file:"):
-            raise ValueError(
-                f"path must name a file on disk, got {path!r}: an in-memory "
-                "ledger cannot be shared between processes or survive a restart."
-            )
+        if not is_postgres_url(path):
+            path = sqlite_path(path)
         epsilon = None if epsilon is None else float(epsilon)
         delta = None if delta is None else float(delta)
         if composition is not None:
             check_composition(composition, shared=True)
         timeout = float(timeout)
 
-        path = os.path.abspath(path)
+        self._location = path
         self._timeout = timeout
         self._reset_cache()
-        self._file = LedgerFile(path, timeout, on_rollback=self._reset_cache)
-        if os.path.isdir(path):
-            raise LedgerError(
-                errno.EISDIR,
-                "cannot use this ledger path: it is a directory (give a file path)",
-                path,
-            )
-        exists = os.path.exists(path)
+        self._file = _open_store(path, timeout, on_rollback=self._reset_cache)
+        exists = self._file.exists()
         if must_exist and not exists:
             raise self._file.gone()
         if not exists and epsilon is None:
             raise ValueError(
-                f"no ledger at {path!r} yet: give epsilon (and delta) to create one."
+                f"no ledger at {self._file.path!r} yet: give epsilon (and delta) "
+                "to create one."
             )
         try:
             meta = self._file.initialise(
@@ -247,7 +266,7 @@ class PrivacyLedger(BaseAccountant):
         self.composition = meta["composition"]
         self._file.store_noisy_threshold = meta["store_noisy_threshold"]
         with _LIVE_LOCK:
-            _LIVE[os.path.realpath(path)] = self
+            _LIVE[self._file.live_key] = self
 
     def _reset_cache(self):
         self._composer = None
@@ -262,8 +281,18 @@ class PrivacyLedger(BaseAccountant):
 
     @property
     def path(self):
-        """Absolute path of the ledger file."""
+        """Absolute path of the ledger file, or the PostgreSQL URL without password."""
         return self._file.path
+
+    @property
+    def backend(self):
+        """``"sqlite"`` or ``"postgresql"``: where the ledger is kept."""
+        return "postgresql" if is_postgres_url(self._location) else "sqlite"
+
+    @property
+    def durable(self):
+        """True: model records live in the database; every copy continues them."""
+        return True
 
     @property
     def store_noisy_threshold(self):
@@ -271,14 +300,19 @@ class PrivacyLedger(BaseAccountant):
         return self._file.store_noisy_threshold
 
     def close(self):
-        """Close the connection (a later call reconnects to the same file)."""
+        """Close the connection (a later call reconnects to the same ledger)."""
         self._file.close()
 
     # -- storage (the BaseAccountant hooks) ----------------------------------
     @contextlib.contextmanager
     def _writing(self):
-        with self._file.transaction(sync=self._sync) as conn:
+        with self._file.transaction(lock="budget", sync=self._sync) as conn:
             yield conn
+
+    def _atomically(self, body):
+        # One transaction holding the budget lock; run again from a fresh
+        # read if the database aborts it (nothing of it is then written).
+        return self._file.retrying(body, lock="budget", sync=self._sync)
 
     @contextlib.contextmanager
     def _reading(self):
@@ -289,16 +323,12 @@ class PrivacyLedger(BaseAccountant):
         return self._events
 
     def _record(self, conn, events):
-        spend_id = self._file.execute(
-            conn, "SELECT COALESCE(MAX(spend_id), 0) + 1 FROM events"
-        ).fetchone()[0]
         pid = os.getpid()
         rows = []
         for event in events:
             r = event.record()
             rows.append(
                 (
-                    spend_id,
                     r["time"],
                     r["label"],
                     r["kind"],
@@ -311,26 +341,14 @@ class PrivacyLedger(BaseAccountant):
                     pid,
                 )
             )
-        try:
-            conn.executemany(
-                "INSERT INTO events (spend_id, time, label, kind, epsilon, delta, "
-                "count, sigma, sensitivity, scale, pid) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-        except Exception as exc:  # sqlite3.Error
-            raise self._file.error(exc, "cannot record the spend") from exc
+        self._file.record_events(conn, rows)
         self._sync(conn)
 
     def _sync(self, conn):
         """Bring the cached events and composer up to date with the file."""
         if self._composer is None:
             self._composer = self._new_composer()
-        rows = self._file.execute(
-            conn,
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE id > ? ORDER BY id",
-            (self._last_id,),
-        ).fetchall()
+        rows = self._file.events_after(conn, self._last_id)
         if not rows:
             return
         new = []
@@ -412,19 +430,28 @@ class PrivacyLedger(BaseAccountant):
             f"delta={self.delta:g}, composition={self.composition!r})"
         )
 
-    # -- model records (durable serving state) -------------------------------
-    def _register_model(self, label, state, secret=None):
-        """Create a model record holding ``state``; return its random id."""
+    # -- model records (durable serving state: the BudgetStore protocol) -----
+    def register_model(self, label, state, secret=None):
+        """Create a model record holding ``state``; return its random id.
+
+        Committed before it returns. ``secret`` (the noisy threshold) is
+        stored only when the ledger keeps it (``store_noisy_threshold``).
+        """
         return self._file.register_model(label, state, secret)
 
-    def _model_transaction(self, model_id):
-        """Load a model record in a write transaction; commit what it saves."""
+    def model_transaction(self, model_id):
+        """Load a model record in a write transaction; commit what it saves.
+
+        A context manager yielding a :class:`~dpsklearn.accounting.ModelRecord`:
+        the record's row is locked for the block, and what the block saved
+        is committed before the block returns, also when it raises.
+        """
         return self._file.model_transaction(model_id)
 
     # -- sharing semantics ---------------------------------------------------
     def __reduce__(self):
-        # By path: an unpickled ledger reconnects to the same file.
-        return (_reopen_ledger, (self.path, self._timeout))
+        # By location: an unpickled ledger reconnects to the same ledger.
+        return (_reopen_ledger, (self._location, self._timeout))
 
     def __sklearn_clone__(self):
         return self

@@ -1,65 +1,55 @@
-"""The SQLite file behind a :class:`~dpsklearn.PrivacyLedger`.
+"""The storage behind a :class:`~dpsklearn.PrivacyLedger`: one interface, two databases.
 
-One :class:`LedgerFile` per ledger object and process: the schema, the
-connection (WAL journal, ``synchronous=FULL``), ``BEGIN IMMEDIATE``
-transactions (savepoints when nested) under a process lock, the stored
-budget, the event rows and the model records that keep a serving model's
-state durable (``docs/design.rst``, "Serving state, copies and the
-ledger"). It knows nothing of composition; the ledger does.
+:class:`LedgerStore` is the small storage-backend interface of the ledger,
+written once on top of a few hooks: the budget record, the event rows and
+the model records that keep a serving model's state durable
+(``docs/design.rst``, "Serving state, copies and the ledger"), write
+transactions (savepoints when nested) under a process lock, and consistent
+reads. Two backends implement the hooks:
+
+* :class:`~dpsklearn.accounting._ledger_sqlite.SQLiteStore` -- a SQLite file
+  (``BEGIN IMMEDIATE``: SQLite's one write lock), for one machine;
+* :class:`~dpsklearn.accounting._ledger_postgres.PostgresStore` -- a schema
+  of a PostgreSQL database (an explicit row lock on the budget row, or on
+  the model's row), for several hosts.
+
+Both store the same tables with the same columns, and the SQL statements
+here are the same for both (written with ``?`` parameters). The store knows
+nothing of composition; the ledger does.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import errno
 import json
 import math
 import os
+import random
 import secrets
-import sqlite3
 import threading
 import time
 
-__all__ = ["LedgerError", "LedgerFile", "ModelRecord"]
+from ._base import ModelRecord, parse_record, record_text
 
-_FORMAT = "dpsklearn-privacy-ledger"
-_SCHEMA_VERSION = 1
-_TABLES = {"meta", "events", "models"}
-_SCHEMA = (
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE events ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " spend_id INTEGER NOT NULL,"
-    " time REAL NOT NULL,"
-    " label TEXT,"
-    " kind TEXT NOT NULL,"
-    " epsilon REAL NOT NULL,"
-    " delta REAL NOT NULL,"
-    " count INTEGER NOT NULL,"
-    " sigma REAL,"
-    " sensitivity REAL,"
-    " scale REAL,"
-    " pid INTEGER)",
-    "CREATE TABLE models ("
-    " model_id TEXT PRIMARY KEY,"
-    " label TEXT,"
-    " created REAL NOT NULL,"
-    " updated REAL NOT NULL,"
-    " version INTEGER NOT NULL,"
-    " state TEXT NOT NULL,"  # public counters (JSON)
-    " secret TEXT)",  # the noisy threshold (JSON) or NULL
-)
-_EVENT_COLUMNS = (
+__all__ = ["LedgerError", "LedgerStore", "TransientLedgerError"]
+
+FORMAT = "dpsklearn-privacy-ledger"
+SCHEMA_VERSION = 1
+TABLES = {"meta", "events", "models"}
+EVENT_COLUMNS = (
     "id, spend_id, time, label, kind, epsilon, delta, count, sigma, sensitivity, scale"
 )
 
 
 class LedgerError(OSError, ValueError):
-    """A ledger file that cannot be used: unreadable, corrupt, or not writable.
+    """A ledger that cannot be used: unreadable, corrupt, unreachable, not writable.
 
-    Both an :class:`OSError` (``filename`` is the ledger path) and a
-    :class:`ValueError`. A ledger that raises it answers nothing: no spend
-    is recorded and no model bound to it releases an answer.
+    Both an :class:`OSError` (``filename`` is the ledger's path, or its
+    PostgreSQL URL without the password) and a :class:`ValueError`. A
+    ledger that raises it answers nothing: no spend is recorded and no model
+    bound to it releases an answer.
 
     Examples
     --------
@@ -71,67 +61,91 @@ class LedgerError(OSError, ValueError):
     """
 
 
-class ModelRecord:
-    """One model's stored serving state, inside an open ledger transaction.
+class TransientLedgerError(LedgerError):
+    """The database aborted a transaction (a serialization failure, a deadlock).
 
-    ``state`` holds public counters, ``secret`` the noisy threshold (or
-    None). :meth:`save` writes a new version within the same transaction.
+    Nothing of the transaction was written; a check-and-spend that meets it
+    is run again from the start (:meth:`LedgerStore.retrying`).
     """
 
-    def __init__(self, ledger, conn, model_id, version, state, secret):
-        self._ledger = ledger
-        self._conn = conn
-        self.model_id = model_id
-        self.version = version
-        self.state = state
-        self.secret = secret
 
-    def save(self, state, secret=None):
-        """Store ``state`` (and ``secret`` if the ledger keeps it) as a new version."""
-        if not self._ledger.store_noisy_threshold:
-            secret = None
-        if state == self.state and secret == self.secret:
-            return self.version  # nothing changed: no write
-        state_text = json.dumps(state, sort_keys=True)
-        secret_text = None if secret is None else json.dumps(secret, sort_keys=True)
-        self.version += 1
-        self._ledger.execute(
-            self._conn,
-            "UPDATE models SET state = ?, secret = ?, version = ?, updated = ? "
-            "WHERE model_id = ?",
-            (state_text, secret_text, self.version, time.time(), self.model_id),
-        )
-        self.state, self.secret = state, secret
-        return self.version
-
-    def __repr__(self):  # never the secret
-        return f"ModelRecord({self.model_id!r}, version={self.version})"
-
-
-class LedgerFile:
-    """The ledger's SQLite file, its connection and its transactions.
+class LedgerStore(abc.ABC):
+    """The storage of one ledger object in one process.
 
     Parameters
     ----------
-    path : str
-        Absolute path of the file.
+    location : str
+        Where the ledger is (a file path, or a database URL).
     timeout : float
-        SQLite busy timeout in seconds.
+        Seconds to wait for another process's transaction.
     on_rollback : callable
         Called when a transaction rolls back (the ledger drops its cache).
     """
 
-    def __init__(self, path, timeout, on_rollback):
-        self._path = path
+    #: Appended to the SELECT of a model record in a write transaction.
+    for_update = ""
+    #: Attempts of a check-and-spend aborted by the database.
+    max_attempts = 8
+
+    def __init__(self, location, timeout, on_rollback):
+        self._location = location
         self._timeout = timeout
         self._on_rollback = on_rollback
         self.store_noisy_threshold = True
         self._init_process_state()
 
+    # -- what a backend provides ---------------------------------------------
     @property
+    @abc.abstractmethod
     def path(self):
-        return self._path
+        """The ledger's location as shown (never a password)."""
 
+    @property
+    @abc.abstractmethod
+    def live_key(self):
+        """One key per ledger, for the process's table of live ledgers."""
+
+    @property
+    @abc.abstractmethod
+    def db_errors(self):
+        """The driver's exception classes."""
+
+    @abc.abstractmethod
+    def _connect(self):
+        """A new connection (in autocommit mode: transactions are explicit)."""
+
+    @abc.abstractmethod
+    def _begin(self, conn, lock):
+        """Start a write transaction; ``lock`` is "budget", "model" or None."""
+
+    @abc.abstractmethod
+    def error(self, exc, what):
+        """The :class:`LedgerError` for a driver exception."""
+
+    @abc.abstractmethod
+    def exists(self):
+        """Whether anything is stored at the location yet (a quick check)."""
+
+    @abc.abstractmethod
+    def _tables(self, conn):
+        """The names of the tables at the location."""
+
+    @abc.abstractmethod
+    def _create_schema(self, conn):
+        """Create the three tables (inside the initialising transaction)."""
+
+    def _check_integrity(self, conn):  # noqa: B027 (optional hook)
+        """Raise :class:`LedgerError` when the storage is damaged."""
+
+    def _usable(self, conn):
+        """Whether a connection can still be used (a server may drop it)."""
+        return True
+
+    def _sql(self, sql):
+        """The statement in the driver's parameter style."""
+        return sql
+
+    # -- connection ----------------------------------------------------------
     @property
     def depth(self):
         return self._depth
@@ -148,106 +162,61 @@ class LedgerFile:
             self._init_process_state()
 
     def _connection(self):
+        if self._conn is not None and not self._usable(self._conn):
+            self.drop_connection()  # reconnect; the lost transaction rolled back
         if self._conn is None:
-            try:
-                conn = sqlite3.connect(
-                    self._path,
-                    timeout=self._timeout,
-                    isolation_level=None,  # explicit BEGIN / COMMIT
-                    check_same_thread=False,  # guarded by self._lock
-                )
-            except sqlite3.Error as exc:
-                raise self.error(exc, "cannot open the ledger") from exc
-            self._conn = conn
-            try:
-                conn.execute("PRAGMA journal_mode=WAL").fetchall()
-                conn.execute("PRAGMA synchronous=FULL")
-            except sqlite3.Error as exc:
-                self.drop_connection()
-                raise self.error(exc, "cannot open the ledger") from exc
+            self._conn = self._connect()
         return self._conn
 
     def drop_connection(self):
         conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(Exception):
                 conn.close()
 
     def close(self):
-        """Close the connection (a later call reconnects to the same file)."""
+        """Close the connection (a later call reconnects)."""
         self.check_process()
         with self._lock:
             if self._depth == 0:
                 self.drop_connection()
 
-    def error(self, exc, what):
-        message = str(exc)
-        if isinstance(exc, sqlite3.DatabaseError) and (
-            "not a database" in message or "malformed" in message
-        ):
-            return LedgerError(
-                errno.EIO,
-                f"{what}: the file is not a dpsklearn ledger or is corrupt ({message})",
-                self._path,
-            )
-        if "readonly" in message or "read-only" in message:
-            return LedgerError(
-                errno.EROFS,
-                f"{what}: the ledger cannot be written ({message})",
-                self._path,
-            )
-        if "locked" in message or "busy" in message:
-            return LedgerError(
-                errno.EBUSY,
-                f"{what}: another process held the ledger longer than "
-                f"timeout={self._timeout:g} s ({message})",
-                self._path,
-            )
-        return LedgerError(errno.EIO, f"{what} ({message})", self._path)
-
     def execute(self, conn, sql, parameters=()):
         try:
-            return conn.execute(sql, parameters)
-        except sqlite3.Error as exc:
+            return conn.execute(self._sql(sql), parameters)
+        except self.db_errors as exc:
             raise self.error(exc, "ledger operation failed") from exc
+
+    def _quiet(self, conn, sql):
+        """Run a transaction-control statement, ignoring errors (cleanup)."""
+        with contextlib.suppress(Exception):
+            conn.execute(sql)
 
     def gone(self):
         return LedgerError(
             errno.ENOENT,
-            "the ledger file is gone or empty; refusing to start a fresh budget "
-            "in its place",
-            self._path,
+            "the ledger is gone or empty; refusing to start a fresh budget in "
+            "its place",
+            self.path,
         )
 
+    # -- the budget record ---------------------------------------------------
     def initialise(self, epsilon, delta, composition, store_threshold, must_exist):
-        with self.transaction(sync=None) as conn:
-            try:
-                check = conn.execute("PRAGMA quick_check").fetchall()
-            except sqlite3.Error as exc:
-                raise self.error(exc, "cannot read the ledger") from exc
-            if check != [("ok",)]:
-                raise LedgerError(
-                    errno.EIO,
-                    "the ledger file is corrupt (SQLite integrity check failed)",
-                    self._path,
-                )
-            tables = {
-                row[0]
-                for row in self.execute(
-                    conn, "SELECT name FROM sqlite_master WHERE type = 'table'"
-                )
-            } - {"sqlite_sequence"}
+        """Create the ledger (tables and budget) or read and check the stored one."""
+        with self.transaction(lock="create") as conn:
+            self._check_integrity(conn)
+            tables = self._tables(conn)
             if not tables:
                 if must_exist:
                     raise self.gone()
                 if epsilon is None:
                     raise ValueError(
-                        f"no ledger at {self._path!r} yet: give epsilon (and "
+                        f"no ledger at {self.path!r} yet: give epsilon (and "
                         "delta) to create one."
                     )
                 meta = {
-                    "format": _FORMAT,
-                    "schema_version": _SCHEMA_VERSION,
+                    "format": FORMAT,
+                    "schema_version": SCHEMA_VERSION,
                     "epsilon": epsilon,
                     "delta": 0.0 if delta is None else delta,
                     "composition": composition or "basic",
@@ -256,19 +225,20 @@ class LedgerFile:
                     ),
                     "created": time.time(),
                 }
-                for statement in _SCHEMA:
-                    self.execute(conn, statement)
-                conn.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [(key, json.dumps(value)) for key, value in meta.items()],
-                )
+                self._create_schema(conn)
+                for key, value in meta.items():
+                    self.execute(
+                        conn,
+                        "INSERT INTO meta (key, value) VALUES (?, ?)",
+                        (key, json.dumps(value)),
+                    )
                 return meta
-            if not _TABLES <= tables:
+            if not TABLES <= tables:
                 raise LedgerError(
                     errno.EINVAL,
-                    "this SQLite file is not a dpsklearn ledger (its tables are "
+                    "this database is not a dpsklearn ledger (its tables are "
                     f"{sorted(tables)}); refusing to write into it",
-                    self._path,
+                    self.path,
                 )
             meta = self.read_meta(conn)
         self.check_matches(meta, epsilon, delta, composition, store_threshold)
@@ -278,12 +248,12 @@ class LedgerFile:
         rows = dict(self.execute(conn, "SELECT key, value FROM meta").fetchall())
         try:
             meta = {key: json.loads(value) for key, value in rows.items()}
-            if meta.get("format") != _FORMAT:
+            if meta.get("format") != FORMAT:
                 raise ValueError("format marker missing")
-            if meta.get("schema_version") != _SCHEMA_VERSION:
+            if meta.get("schema_version") != SCHEMA_VERSION:
                 raise ValueError(
                     f"schema version {meta.get('schema_version')!r}, this dpsklearn "
-                    f"reads {_SCHEMA_VERSION}"
+                    f"reads {SCHEMA_VERSION}"
                 )
             meta["epsilon"] = float(meta["epsilon"])
             meta["delta"] = float(meta["delta"])
@@ -299,7 +269,7 @@ class LedgerFile:
             raise LedgerError(
                 errno.EIO,
                 f"the ledger's budget record is missing or corrupt ({exc})",
-                self._path,
+                self.path,
             ) from None
         return meta
 
@@ -321,17 +291,20 @@ class LedgerFile:
             )
             if not same:
                 raise ValueError(
-                    f"the ledger at {self._path!r} was created with {name}="
+                    f"the ledger at {self.path!r} was created with {name}="
                     f"{stored!r}, not {value!r}; a ledger's budget cannot change. "
                     f"Pass {name}=None to use the stored value."
                 )
 
     # -- transactions --------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self, *, sync=None, commit_on_error=False):
-        """One ``BEGIN IMMEDIATE`` transaction (a savepoint when nested).
+    def transaction(self, *, lock="budget", sync=None, commit_on_error=False):
+        """One write transaction (a savepoint when nested).
 
-        Holds the process lock and SQLite's write lock throughout. With
+        Holds the process lock and the backend's lock throughout: SQLite's
+        write lock, or a PostgreSQL row lock on the budget row
+        (``lock="budget"``; a check-and-spend) or on nothing yet
+        (``lock="model"``: the model's row is locked when it is read). With
         ``commit_on_error`` whatever was written is committed even when the
         body raises (a model's serving state only moves forward).
         """
@@ -347,20 +320,20 @@ class LedgerFile:
                         sync(conn)
                     yield conn
                 except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute(f"ROLLBACK TO {name}")
-                        conn.execute(f"RELEASE {name}")
+                    self._quiet(conn, f"ROLLBACK TO SAVEPOINT {name}")
+                    self._quiet(conn, f"RELEASE SAVEPOINT {name}")
                     self._on_rollback()
                     raise
                 else:
-                    self.execute(conn, f"RELEASE {name}")
+                    self.execute(conn, f"RELEASE SAVEPOINT {name}")
                 finally:
                     self._depth -= 1
                 return
             try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self.error(exc, "cannot lock the ledger") from exc
+                self._begin(conn, lock)
+            except BaseException:
+                self._quiet(conn, "ROLLBACK")
+                raise
             self._depth = 1
             try:
                 if sync:
@@ -370,25 +343,41 @@ class LedgerFile:
                 if commit_on_error:
                     try:
                         conn.execute("COMMIT")
-                    except sqlite3.Error:
-                        with contextlib.suppress(sqlite3.Error):
-                            conn.execute("ROLLBACK")
+                    except Exception:
+                        self._quiet(conn, "ROLLBACK")
                         self._on_rollback()
                 else:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
+                    self._quiet(conn, "ROLLBACK")
                     self._on_rollback()
                 raise
             else:
                 try:
                     conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
+                except self.db_errors as exc:
+                    self._quiet(conn, "ROLLBACK")
                     self._on_rollback()
                     raise self.error(exc, "cannot commit to the ledger") from exc
             finally:
                 self._depth = 0
+
+    def retrying(self, body, *, lock="budget", sync=None):
+        """Run ``body(conn)`` in a transaction; run it again if the database aborts it.
+
+        A :class:`TransientLedgerError` (a serialization failure or a
+        deadlock) means the database rolled the whole transaction back, so
+        nothing of it is written; ``body`` is a pure check-and-record and
+        runs again from a fresh read, up to :attr:`max_attempts` times with
+        a random back-off. Inside an enclosing transaction the error goes up
+        to it (only the outermost transaction can be run again).
+        """
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                with self.transaction(lock=lock, sync=sync) as conn:
+                    return body(conn)
+            except TransientLedgerError:
+                if self._depth or attempt == self.max_attempts:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * 2**attempt))
 
     @contextlib.contextmanager
     def reading(self, sync):
@@ -401,22 +390,52 @@ class LedgerFile:
             conn = self._connection()
             try:
                 conn.execute("BEGIN")
-            except sqlite3.Error as exc:
+            except self.db_errors as exc:
                 raise self.error(exc, "cannot read the ledger") from exc
             try:
                 sync(conn)
                 yield
             finally:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("COMMIT")
+                self._quiet(conn, "COMMIT")
 
+    # -- events --------------------------------------------------------------
+    def record_events(self, conn, rows):
+        """Insert the rows of one spend (under the budget lock); its spend id."""
+        spend_id = self.execute(
+            conn, "SELECT COALESCE(MAX(spend_id), 0) + 1 FROM events"
+        ).fetchone()[0]
+        for row in rows:
+            self.execute(
+                conn,
+                "INSERT INTO events (spend_id, time, label, kind, epsilon, delta, "
+                "count, sigma, sensitivity, scale, pid) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (spend_id, *row),
+            )
+        return spend_id
+
+    def events_after(self, conn, last_id):
+        """The event rows with an id above ``last_id``, in id order.
+
+        Event ids grow in commit order: every insert happens under the one
+        write lock (SQLite's, or PostgreSQL's budget row lock), so a reader
+        that has seen id ``n`` never misses a smaller id committed later.
+        """
+        return self.execute(
+            conn,
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE id > ? ORDER BY id",
+            (last_id,),
+        ).fetchall()
+
+    # -- model records -------------------------------------------------------
     def register_model(self, label, state, secret=None):
         """Create a model record holding ``state``; return its random id."""
         model_id = secrets.token_hex(16)
         if not self.store_noisy_threshold:
             secret = None
         now = time.time()
-        with self.transaction(sync=None) as conn:
+
+        def insert(conn):
             self.execute(
                 conn,
                 "INSERT INTO models (model_id, label, created, updated, version, "
@@ -426,23 +445,28 @@ class LedgerFile:
                     None if label is None else str(label),
                     now,
                     now,
-                    json.dumps(state, sort_keys=True),
-                    None if secret is None else json.dumps(secret, sort_keys=True),
+                    record_text(state),
+                    record_text(secret),
                 ),
             )
+
+        self.retrying(insert, lock=None)
         return model_id
 
     @contextlib.contextmanager
     def model_transaction(self, model_id):
         """Load a model record in a write transaction; commit what it saves.
 
-        The record is committed even when the body raises, so a model's
-        state only moves forward.
+        The record's row is locked for the whole transaction (SQLite's write
+        lock, or ``SELECT ... FOR UPDATE`` in PostgreSQL), and the record is
+        committed even when the body raises, so a model's state only moves
+        forward and no two copies answer from the same state.
         """
-        with self.transaction(sync=None, commit_on_error=True) as conn:
+        with self.transaction(lock="model", commit_on_error=True) as conn:
             row = self.execute(
                 conn,
-                "SELECT version, state, secret FROM models WHERE model_id = ?",
+                "SELECT version, state, secret FROM models WHERE model_id = ?"
+                + self.for_update,
                 (model_id,),
             ).fetchone()
             if row is None:
@@ -450,23 +474,39 @@ class LedgerFile:
                     errno.ENOENT,
                     f"the ledger has no record of this model (id {model_id}); it "
                     "answers nothing rather than start from a fresh state",
-                    self._path,
+                    self.path,
                 )
             try:
-                version = int(row[0])
-                state = json.loads(row[1])
-                secret = None if row[2] is None else json.loads(row[2])
-                if not isinstance(state, dict) or not (
-                    secret is None or isinstance(secret, dict)
-                ):
-                    raise ValueError("not a JSON object")
-            except (TypeError, ValueError):
+                version, state, secret = parse_record(model_id, *row)
+            except ValueError:
                 raise LedgerError(
                     errno.EIO,
                     f"the ledger holds a corrupt model record (id {model_id})",
-                    self._path,
+                    self.path,
                 ) from None
-            yield ModelRecord(self, conn, model_id, version, state, secret)
+
+            def write(new_version, state, secret):
+                self.execute(
+                    conn,
+                    "UPDATE models SET state = ?, secret = ?, version = ?, "
+                    "updated = ? WHERE model_id = ?",
+                    (
+                        record_text(state),
+                        record_text(secret),
+                        new_version,
+                        time.time(),
+                        model_id,
+                    ),
+                )
+
+            yield ModelRecord(
+                model_id,
+                version,
+                state,
+                secret,
+                write=write,
+                keep_secret=self.store_noisy_threshold,
+            )
 
     def model_records(self):
         """The public columns of every model record (see the ledger's method)."""
@@ -498,6 +538,6 @@ class LedgerFile:
                 raise LedgerError(
                     errno.EIO,
                     f"the ledger holds a corrupt model record ({model_id!r})",
-                    self._path,
+                    self.path,
                 ) from None
         return records

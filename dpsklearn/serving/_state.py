@@ -14,13 +14,19 @@ would let anyone cancel it. Without a ledger such a copy carries a second,
 independent budget, and the first copy of a model says so with a
 :class:`~dpsklearn.BudgetCopyWarning`.
 
-Durability. Bound to a :class:`~dpsklearn.PrivacyLedger` record
-(:meth:`ServingState.bind_ledger`, at ``fit``), ``with state.serving():``
-loads the stored state, the model answers, and the new state is committed
-in the same ledger transaction before the answers are returned, so a copy,
-a reloaded pickle or a restarted process continues from the stored state
-and never gets budget back (``docs/design.rst``, "Serving state, copies and
-the ledger").
+Durability. At ``fit`` the state is registered as a model record of the
+model's accountant through the public
+:class:`~dpsklearn.accounting.BudgetStore` protocol
+(:meth:`ServingState.bind_store`); ``with state.serving():`` then loads the
+stored record, the model answers, and the new state is saved in the same
+record transaction, committed before the answers are returned. With a
+:class:`~dpsklearn.PrivacyLedger` (a SQLite file or a PostgreSQL database)
+the record is durable, so a copy, a reloaded pickle, another worker process
+or a restarted one continues from the stored state and never gets budget
+back (``docs/design.rst``, "Serving state, copies and the ledger"). With an
+in-memory :class:`~dpsklearn.PrivacyAccountant` the record lives in the
+accountant; an accountant that is not a ``BudgetStore`` leaves the state in
+this object.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import contextlib
 import threading
 import warnings
 
+from ..accounting import BudgetStore
 from ..exceptions import BudgetCopyWarning
 from ._status import BudgetStatus
 
@@ -73,11 +80,12 @@ class ServingState:
         Query units spent.
     n_rows, n_answered, n_abstained : int
         Rows released, answered and abstained on.
-    ledger_binding : tuple of (PrivacyLedger, str) or None
-        The ledger and model record id this state is stored under.
+    record_binding : tuple of (BudgetStore, str) or None
+        The store (the accountant) and model record id this state is stored
+        under.
     """
 
-    ledger_binding = None
+    record_binding = None
     _ledger_version = None
     _copy_warned = False
 
@@ -168,11 +176,21 @@ class ServingState:
             )
 
     # -- durable state ---------------------------------------------------------
-    def bind_ledger(self, accountant, label=None):
-        """Remember the accountant; store this state under a new ledger record.
+    @property
+    def ledger_binding(self):
+        """``(ledger, model_id)`` when the record is durable (a ledger), else None."""
+        binding = self.record_binding
+        if binding is None or not binding[0].durable:
+            return None
+        return binding
 
-        Called at the end of ``fit``. Any accountant other than a ledger
-        leaves the state in memory.
+    def bind_store(self, accountant, label=None):
+        """Remember the accountant; store this state under a new model record.
+
+        Called at the end of ``fit``. An accountant that implements
+        :class:`~dpsklearn.accounting.BudgetStore` (the in-memory
+        accountant, a ledger) keeps the record; any other leaves the state
+        in this object.
 
         Returns
         -------
@@ -180,36 +198,43 @@ class ServingState:
             The record's random id, or None when nothing was bound.
         """
         self.accountant = accountant
-        register = getattr(accountant, "_register_model", None)
-        if register is None:
+        if not isinstance(accountant, BudgetStore):
             return None
         with self.lock:
             state, secret = self._snapshot()
-            model_id = register(label, state, secret)
-            self.ledger_binding = (accountant, model_id)
+            model_id = accountant.register_model(label, state, secret)
+            self.record_binding = (accountant, model_id)
             self._ledger_version = 1
         return model_id
+
+    bind_ledger = bind_store  # the name fit has always called
 
     @contextlib.contextmanager
     def serving(self):
         """Hold the state for one batch of answers: ``with state.serving(): ...``.
 
-        In memory this is ``with state.lock``. Bound to a ledger it also holds
-        the ledger's write lock, loads the stored state first and stores the
-        new state last, committed before the block's answers can be returned
-        (also when the block raises: the state only moves forward).
+        Without a record this is ``with state.lock``. Bound to a record it also
+        holds the record's transaction (with a ledger, its write lock), loads
+        the stored state first and saves the new state last, committed before
+        the block's answers can be returned (also when the block raises: the
+        state only moves forward).
         """
         with self.lock:
-            if self.ledger_binding is None:
+            if self.record_binding is None:
                 yield self
                 return
-            ledger, model_id = self.ledger_binding
-            with ledger._model_transaction(model_id) as record:
+            store, model_id = self.record_binding
+            with store.model_transaction(model_id) as record:
                 try:
-                    self._load(record)
+                    # A record in memory that this object wrote last holds
+                    # this object's own state: nothing to load. A durable
+                    # record is always loaded (a commit that failed leaves
+                    # the stored version behind this object's).
+                    if store.durable or record.version != self._ledger_version:
+                        self._load(record)
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ValueError(
-                        f"the ledger record {model_id} of this model is corrupt or "
+                        f"the stored record {model_id} of this model is corrupt or "
                         f"belongs to another model ({type(exc).__name__}); "
                         "the model answers nothing."
                     ) from None
@@ -264,10 +289,22 @@ class ServingState:
         del state["lock"]
         return state
 
+    def _copy_shares_state(self):
+        """Whether a copy continues this state's record instead of its own.
+
+        True for a durable record (a ledger) and for a record in a shared
+        in-memory accountant (``copy.deepcopy`` keeps it; ``pickle`` refuses
+        it); False for a model's own accountant, which a copy copies.
+        """
+        if self.record_binding is None:
+            return False
+        store = self.record_binding[0]
+        return bool(store.durable or store.shared)
+
     def _warn_copy(self):
         """Pickle and deepcopy: say once that an in-memory copy has its own budget."""
-        if self._copy_warned or self.ledger_binding is not None or self.engine is None:
-            return  # warned; kept in a ledger; or released at fit (publishable)
+        if self._copy_warned or self.engine is None or self._copy_shares_state():
+            return  # warned; one shared record; or released at fit (publishable)
         self._copy_warned = True
         warnings.warn(
             f"copying a fitted {self.label or 'model'} (pickle, deepcopy, "

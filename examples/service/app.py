@@ -1,0 +1,125 @@
+"""A private prediction service: several worker processes, one ledger, one budget.
+
+Run it with uvicorn's worker processes (the ``serve`` extra:
+``pip install "dpsklearn[serve]"``, and ``dpsklearn[postgres]`` for a
+PostgreSQL ledger)::
+
+    DPSKLEARN_SERVICE_MODEL=model.joblib \\
+        uvicorn app:app --app-dir examples/service --workers 4 --port 8000
+
+Every worker loads the same joblib file, fitted by ``train.py`` with a
+:class:`~dpsklearn.PrivacyLedger` as its accountant. The model unpickles
+bound to its ledger record, so all workers (and all hosts that load the
+file and reach the ledger) continue one serving state: each ``predict``
+locks the record, answers, and commits the new counters before the
+response is written. A worker killed at any moment has either committed a
+batch's counters (its answers are then paid for, delivered or not) or
+committed nothing (and released nothing); a restarted worker continues from
+the ledger. No worker, copy or restart gets budget back.
+
+Endpoints:
+
+* ``POST /predict`` with ``{"rows": [[...], ...]}``: ``200`` with
+  ``{"labels": [...], "worker": pid}``; ``429`` when the budget is spent,
+  with the answers already paid for in that request
+  (``{"error", "n_answered", "labels"}``); ``503`` when the ledger cannot be
+  reached (nothing is answered then).
+* ``GET /status``: the model's public counters (``budget_status()``).
+* ``GET /healthz``: ``{"worker": pid}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import joblib
+import numpy as np
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from dpsklearn import BudgetExhaustedError, LedgerError, PrivacyLedger
+
+MODEL_ENV = "DPSKLEARN_SERVICE_MODEL"
+
+
+def load_model(path):
+    """Load a fitted model and check that its workers will share one record.
+
+    Refused: a model whose accountant is not a :class:`PrivacyLedger` (each
+    worker would then hold its own copy of the budget, and ``n`` workers
+    could release ``n`` times what was paid for), and a model with a fixed
+    ``noise_random_state`` (every worker would draw the same noise, which
+    is for tests only).
+    """
+    model = joblib.load(path)
+    if not isinstance(getattr(model, "accountant_", None), PrivacyLedger):
+        raise RuntimeError(
+            f"{path}: the model was not fitted with a PrivacyLedger as its "
+            "accountant; its workers would each carry their own budget."
+        )
+    if model.get_params().get("noise_random_state") is not None:
+        raise RuntimeError(
+            f"{path}: noise_random_state is set; every worker would draw the "
+            "same noise. Refit without it."
+        )
+    return model
+
+
+class Rows(BaseModel):
+    rows: list[list[float]]
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    # Loaded in each worker process: each gets its own ledger connection and
+    # its own fresh noise (a copy reseeds from OS entropy when unpickled).
+    app.state.model = load_model(os.environ[MODEL_ENV])
+    yield
+    app.state.model.accountant_.close()
+
+
+app = FastAPI(title="dpsklearn private prediction service", lifespan=lifespan)
+
+
+def _labels(values):
+    return np.asarray(values).tolist()
+
+
+# Plain ``def`` endpoints: FastAPI runs them in a thread pool, so a request
+# waiting for the ledger's lock never blocks the worker's event loop.
+@app.post("/predict")
+def predict(body: Rows):
+    model = app.state.model
+    X = np.asarray(body.rows, dtype=float)
+    try:
+        labels = model.predict(X)
+    except BudgetExhaustedError as exc:
+        # The answers already paid for in this request travel with the error.
+        paid = exc.partial_predictions
+        return JSONResponse(
+            status_code=429,
+            content={
+                "error": "privacy budget spent",
+                "n_answered": int(exc.n_answered),
+                "labels": _labels(paid[: exc.n_answered]),
+                "worker": os.getpid(),
+            },
+        )
+    except LedgerError as exc:
+        return JSONResponse(
+            status_code=503,
+            content={"error": f"ledger unavailable ({exc.strerror})"},
+        )
+    return {"labels": _labels(labels), "worker": os.getpid()}
+
+
+@app.get("/status")
+def status():
+    return {**app.state.model.budget_status().as_dict(), "worker": os.getpid()}
+
+
+@app.get("/healthz")
+def healthz():
+    return {"worker": os.getpid()}
