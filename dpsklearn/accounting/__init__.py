@@ -24,6 +24,8 @@ from ._base import BaseAccountant
 from ._bounded_range import bounded_range_delta, bounded_range_max_epsilon0
 from ._composer import COMPOSITIONS, FILTER_VALID
 from ._composition import (
+    cks_epsilon,
+    cks_rho,
     drv_epsilon,
     kov_delta,
     kov_epsilon,
@@ -66,6 +68,8 @@ __all__ = [
     "PureEvent",
     "bounded_range_delta",
     "bounded_range_max_epsilon0",
+    "cks_epsilon",
+    "cks_rho",
     "compose_epsilon",
     "drv_epsilon",
     "kov_delta",

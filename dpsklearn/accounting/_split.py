@@ -335,7 +335,7 @@ def max_events(event, epsilon, delta=0.0, composition="basic", *, limit=10**9):
     >>> from dpsklearn.accounting import BoundedRangeEvent, max_events
     >>> e = BoundedRangeEvent(0.05)
     >>> [max_events(e, 1.0, 1e-6, c) for c in ("basic", "zcdp", "rdp")]
-    [20, 55, 77]
+    [20, 77, 77]
     """
 
     def fits(n):
