@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from dp_accounting.dp_event import DiscreteLaplaceDpEvent
 from hypothesis import HealthCheck, given, settings
-from scipy import optimize
 from hypothesis import strategies as st
+from scipy import optimize
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import GridSearchCV
 
@@ -82,7 +82,9 @@ def _cks(rho, delta):
     grid = np.linspace(-8, 16, 20001)
     s0 = grid[int(np.argmin([bound(x) for x in grid]))]
     return optimize.minimize_scalar(
-        bound, bounds=(s0 - 0.01, s0 + 0.01), method="bounded",
+        bound,
+        bounds=(s0 - 0.01, s0 + 0.01),
+        method="bounded",
         options={"xatol": 1e-12},
     ).fun
 
@@ -592,7 +594,9 @@ def test_shared_zcdp_offers_basic_only_while_every_event_is_pure():
     # (1, 1e-5) budget, accepting either a pure 0.903 (basic: (1, 1e-5)) or a
     # Gaussian of rho 0.0203 (zcdp), at the caller's choice, certifies only
     # 2 delta. The rule: rho alone once an event has delta > 0.
-    first = GaussianEvent(_analytic_gaussian_sigma(0.097, 1e-5), epsilon=0.097, delta=1e-5)
+    first = GaussianEvent(
+        _analytic_gaussian_sigma(0.097, 1e-5), epsilon=0.097, delta=1e-5
+    )
     pure = PureEvent(0.903)
     gaussian = GaussianEvent(math.sqrt(1.0 / (2.0 * 0.0203)))
     acc = PrivacyAccountant(1.0, 1e-5, "zcdp")

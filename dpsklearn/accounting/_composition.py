@@ -117,8 +117,10 @@ _CKS_MARGIN = 1e-12
 def _cks_at_orders(rho, log_inv_delta, alphas):
     """CKS 2020, Proposition 12, for the curve ``alpha * rho`` at each order."""
     am1 = alphas - 1.0
-    return alphas * rho + (log_inv_delta + am1 * np.log1p(-1.0 / alphas)
-                           - np.log(alphas)) / am1
+    return (
+        alphas * rho
+        + (log_inv_delta + am1 * np.log1p(-1.0 / alphas) - np.log(alphas)) / am1
+    )
 
 
 def cks_epsilon(rho, delta):
