@@ -6,6 +6,8 @@
   :class:`ApproximateEvent`).
 * :mod:`._composition` -- closed forms: advanced (DRV), optimal (KOV) and
   zero-concentrated composition and their conversions.
+* :mod:`._discrete_gaussian` -- the exact composition of discrete Gaussian
+  releases through Gaussian DP.
 * :mod:`._bounded_range` -- the exact adaptive composition of
   bounded-range (exponential-mechanism) releases, computed from above.
 * :mod:`._composer` -- a list of events composed under basic, advanced,
@@ -30,9 +32,16 @@ from ._composition import (
     kov_delta,
     kov_epsilon,
     kov_max_epsilon0,
+    largest_certified,
     rdp_epsilon_of_rho,
     zcdp_epsilon,
     zcdp_rho,
+)
+from ._discrete_gaussian import (
+    MIN_DISCRETE_GAUSSIAN_SIGMA,
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
+    gdp_delta,
 )
 from ._events import (
     ApproximateEvent,
@@ -54,6 +63,7 @@ from ._split import (
 __all__ = [
     "COMPOSITIONS",
     "FILTER_VALID",
+    "MIN_DISCRETE_GAUSSIAN_SIGMA",
     "PER_RELEASE_CALIBRATIONS",
     "ApproximateEvent",
     "BaseAccountant",
@@ -71,10 +81,14 @@ __all__ = [
     "cks_epsilon",
     "cks_rho",
     "compose_epsilon",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_epsilon",
     "drv_epsilon",
+    "gdp_delta",
     "kov_delta",
     "kov_epsilon",
     "kov_max_epsilon0",
+    "largest_certified",
     "max_events",
     "per_release_epsilon",
     "rdp_epsilon_of_rho",

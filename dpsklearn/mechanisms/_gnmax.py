@@ -39,11 +39,14 @@ from scipy.special import ndtri
 
 from .._param_validation import Interval
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
-from ..accounting._composition import rho_to_epsilon
-from ..accounting._events import ApproximateEvent, GaussianEvent
+from ..accounting import ApproximateEvent, GaussianEvent
 from ..noise import discrete_gaussian
 from ._base import Engine, Mechanism, Release
-from ._gaussian_calibration import calibrate_confident_gnmax, calibrate_gnmax
+from ._gaussian_calibration import (
+    calibrate_confident_gnmax,
+    calibrate_gnmax,
+    gaussian_spent,
+)
 
 __all__ = [
     "ConfidentGNMaxRelease",
@@ -445,7 +448,9 @@ class GNMaxRelease(Mechanism):
 
     def spent(self, units, engine):
         cal = self.calibration
-        return rho_to_epsilon(units / self.sigma**2, cal.delta, cal.name)
+        # Each released vector moves two counts by one: two unit releases.
+        groups = [(self.sigma, 1, 2 * units)]
+        return gaussian_spent(cal.name, cal.delta, units / self.sigma**2, groups)
 
     def fitted_attributes(self):
         # A Gaussian release has no per-query epsilon; a vote-share row reads
@@ -508,8 +513,11 @@ class ConfidentGNMaxRelease(Mechanism):
 
     @property
     def composition(self):
-        # A model's own accountant composes the Gaussian events as calibrated.
-        return self.calibration.name
+        # A model's own accountant composes the Gaussian events as calibrated
+        # in RDP or zCDP; a Gaussian-DP calibration certifies the whole
+        # (epsilon, delta), which the accountant records as one event.
+        name = self.calibration.name
+        return name if name in ("rdp", "zcdp") else "basic"
 
     def privacy_events(self, label=None):
         return [
@@ -551,7 +559,11 @@ class ConfidentGNMaxRelease(Mechanism):
         cal = self.calibration
         rho = engine.n_queries / (2.0 * cal.sigma_threshold**2)
         rho += engine.n_answers / cal.sigma_argmax**2
-        return rho_to_epsilon(rho, cal.delta, cal.name)
+        groups = [
+            (cal.sigma_threshold, 1, engine.n_queries),
+            (cal.sigma_argmax, 1, 2 * engine.n_answers),
+        ]
+        return gaussian_spent(cal.name, cal.delta, rho, groups)
 
     def fitted_attributes(self):
         cal = self.calibration
