@@ -197,7 +197,10 @@ def test_gnmax_gdp_against_dp_accounting_discrete_gaussian_pld(m):
     assert certified <= 1e-5
     bounds = [
         pld.from_discrete_gaussian_mechanism(
-            sigma, 1, pessimistic_estimate=pessimistic, value_discretization_interval=1e-5
+            sigma,
+            1,
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-5,
         )
         .self_compose(2 * m)
         .get_delta_for_epsilon(1.0)

@@ -91,7 +91,9 @@ def _group_error(sigma, count):
     root = math.sqrt(2.0 * math.pi)
     # |p_S(s) - f_Sigma(s)|, uniformly in s (Fourier inversion).
     pointwise = (
-        count * (root / sigma) * (2.0 * float(ndtr(-math.pi * sigma)) + _theta_tail(sigma))
+        count
+        * (root / sigma)
+        * (2.0 * float(ndtr(-math.pi * sigma)) + _theta_tail(sigma))
         + 2.0 * (root / big) * float(ndtr(-math.pi * big))
     ) / (2.0 * math.pi)
     tails = 2.0 * math.exp(-((window / big) ** 2) / 2.0) + 2.0 * float(
