@@ -51,6 +51,7 @@ from ._events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
+    dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
 from ._split import (
@@ -83,6 +84,7 @@ __all__ = [
     "compose_epsilon",
     "discrete_gaussian_delta",
     "discrete_gaussian_epsilon",
+    "dp_accounting",
     "drv_epsilon",
     "gdp_delta",
     "kov_delta",
