@@ -165,7 +165,7 @@ def discrete_gaussian_epsilon(delta, groups, *, cap=None):
     --------
     >>> from dpsklearn.accounting import discrete_gaussian_epsilon
     >>> round(discrete_gaussian_epsilon(1e-5, [(167.0, 1, 2000)]), 3)
-    0.998
+    0.999
     """
     groups = _checked_groups(groups)
     if not groups:

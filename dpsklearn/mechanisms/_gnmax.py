@@ -421,7 +421,7 @@ class GNMaxRelease(Mechanism):
     >>> from dpsklearn.mechanisms import GNMaxRelease
     >>> mech = GNMaxRelease.calibrate(1.0, 1e-5, max_queries=1000)
     >>> round(mech.sigma), mech.calibration.name
-    (181, 'rdp')
+    (167, 'gdp')
     """
 
     n_streams = 1
@@ -482,7 +482,7 @@ class ConfidentGNMaxRelease(Mechanism):
     ...     8.0, 1e-5, max_queries=2000, max_answers=2000, n_teachers=1000,
     ...     n_classes=2)
     >>> mech.calibration.name, bool(mech.threshold < 1000)
-    ('rdp', True)
+    ('gdp', True)
     """
 
     n_streams = 1

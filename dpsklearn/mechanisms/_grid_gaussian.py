@@ -90,7 +90,7 @@ class GridGaussianRelease(Mechanism):
     >>> mech = GridGaussianRelease.calibrate(
     ...     1.0, 1e-5, max_queries=2000, sensitivity=0.004, bounds=(5.75, 9.9))
     >>> mech.conversion, round(mech.noise_std, 3)
-    ('rdp', 0.724)
+    ('gdp', 0.668)
     """
 
     n_streams = 1
