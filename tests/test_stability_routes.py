@@ -144,7 +144,8 @@ def test_rdp_conversion_matches_dp_accounting():
         (100, 3e-6, 2000, 100, 1e-6, 1e-5),
         (10, 1e-3, 50, 0, 0.0, 1e-6),
     ]:
-        curve = n * (math.log(k) / (orders - 1) + orders * c) + f * orders * c_f
+        # log(K + 1): an instance that sees K queries has K + 1 outcomes.
+        curve = n * (math.log(k + 1) / (orders - 1) + orders * c) + f * orders * c_f
         expected, _ = compute(list(orders), list(curve), delta)
         got = rdp_route_epsilon(n, c, k, f, c_f, delta)
         assert got == pytest.approx(expected, rel=1e-12)
@@ -422,3 +423,112 @@ def test_planner_takes_the_most_teachers_when_nothing_can_pass():
             random_state=0,
         ).fit(X, Y)
     assert model.n_estimators_ == X.shape[0] // 2
+
+
+# -- soft labels: ceil(T/2) fallback slots --------------------------------------------
+@pytest.mark.parametrize("T", range(1, 13))
+def test_at_most_ceil_half_T_double_failures(T):
+    # A failing query adds 1 (shifted pass) or 2 (both fail: a fallback
+    # answer) to c, and the engine halts once c >= T. Over every sequence,
+    # the fallbacks number at most ceil(T/2), and that many can occur.
+    most = 0
+    for steps in itertools.product((1, 2), repeat=T):
+        c = fallbacks = 0
+        for step in steps:
+            if c >= T:
+                break
+            c += step
+            fallbacks += step == 2
+        most = max(most, fallbacks)
+    assert most == math.ceil(T / 2)
+
+
+def test_soft_label_engine_gives_at_most_ceil_half_T_fallbacks():
+    from sklearn.datasets import make_regression
+
+    from dpsklearn import BudgetExhaustedError
+
+    Xr, yr = make_regression(n_samples=400, n_features=3, random_state=0)
+    for T in (5, 6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reg = SoftLabelPrivateRegressor(
+                n_estimators=10,
+                epsilon=0.5,
+                max_unstable=T,
+                fallback="noisy_mean",
+                target_range=(-300, 300),
+                noise_random_state=0,
+            ).fit(Xr, yr)
+        with pytest.raises(BudgetExhaustedError):
+            reg.predict(Xr)
+        engine = reg._serving_state_.engine
+        # Ten teachers' distances are far below w: every query fails both
+        # tests, so the bound is reached, and never passed.
+        assert engine.n_fallback == math.ceil(T / 2)
+        assert reg.privacy_mechanism_.calibration.n_fallbacks == math.ceil(T / 2)
+
+
+@pytest.mark.parametrize("epsilon, T", [(1.0, 100), (2.0, 100), (1.0, 7)])
+def test_soft_label_laplace_pays_ceil_half_T_slots(epsilon, T):
+    # T + 1 instances and ceil(T/2) noisy means composed optimally: the
+    # certificate holds exactly (two kinds of pure releases), and w is lower
+    # than with one slot per instance at the same noisy-mean epsilon ratio.
+    slots = math.ceil(T / 2)
+    common = dict(fallback_share=0.5, fallback_kind="pure")
+    cal = calibrate_sparse_vector(
+        epsilon, 1e-5, T + 1, "laplace", n_fallbacks=slots, **common
+    )
+    loose = calibrate_sparse_vector(
+        epsilon, 1e-5, T + 1, "laplace", n_fallbacks=T + 1, **common
+    )
+    assert cal.n_fallbacks == slots and loose.n_fallbacks == T + 1
+    eps0 = cal.per_instance_epsilon
+    log_delta = two_kind_log_delta(eps0, T + 1, cal.fallback_epsilon, slots, epsilon)
+    assert log_delta <= math.log(cal.sparse_vector_delta)
+    assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
+    assert cal.threshold < loose.threshold
+
+
+# -- rounding: every optimal-composition delta is rounded up --------------------------
+def _exact_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon):
+    """The hockey-stick divergence of the randomized responses, at 60 digits."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        ea, eb, eps = mp.mpf(eps_a), mp.mpf(eps_b), mp.mpf(epsilon)
+        qa, qb = 1 / (1 + mp.e**ea), 1 / (1 + mp.e**eb)
+        total = mp.mpf(0)
+        for i in range(k_a + 1):
+            pi = mp.binomial(k_a, i) * qa**i * (1 - qa) ** (k_a - i)
+            for j in range(k_b + 1):
+                loss = ea * (k_a - 2 * i) + eb * (k_b - 2 * j)
+                if loss > eps:
+                    pj = mp.binomial(k_b, j) * qb**j * (1 - qb) ** (k_b - j)
+                    total += pi * pj * (1 - mp.e ** (eps - loss))
+        return total
+
+
+@pytest.mark.parametrize(
+    "eps_a, k_a, eps_b, k_b, epsilon",
+    [
+        (0.1, 50, 0.1, 50, 1.0),
+        (0.03, 101, 0.05, 51, 1.0),
+        (0.2, 30, 0.07, 60, 0.5),
+        (0.01, 300, 0.02, 150, 1.0),
+        (0.03, 100, 0.0, 0, 1.0),
+    ],
+)
+def test_optimal_composition_deltas_are_rounded_up(eps_a, k_a, eps_b, k_b, epsilon):
+    # Against exact arithmetic at 60 digits: never below, and the stated
+    # margin (about 1e-12 relative at these sizes) is all that is added.
+    import mpmath as mp
+
+    from dpsklearn.accounting import kov_log_delta
+
+    exact = _exact_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon)
+    ours = mp.e ** mp.mpf(two_kind_log_delta(eps_a, k_a, eps_b, k_b, epsilon))
+    assert exact <= ours <= exact * (1 + 1e-10)
+    if k_b == 0:
+        kov = mp.e ** mp.mpf(kov_log_delta(eps_a, k_a, epsilon))
+        assert exact <= kov <= exact * (1 + 1e-10)

@@ -29,11 +29,17 @@ from ._composition import (
     cks_epsilon,
     cks_rho,
     drv_epsilon,
+    drv_epsilon_unchecked,
     kov_delta,
     kov_epsilon,
+    kov_epsilon_unchecked,
+    kov_log_delta,
     kov_max_epsilon0,
+    kov_max_epsilon0_unchecked,
     largest_certified,
+    largest_rdp_rho,
     rdp_epsilon_of_rho,
+    rho_to_epsilon,
     zcdp_epsilon,
     zcdp_rho,
 )
@@ -54,11 +60,17 @@ from ._events import (
     dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
+from ._optimal_composition import (
+    largest_two_kind_scale,
+    two_kind_epsilon,
+    two_kind_log_delta,
+)
 from ._split import (
     PER_RELEASE_CALIBRATIONS,
     compose_epsilon,
     max_events,
     per_release_epsilon,
+    per_release_spent,
 )
 
 __all__ = [
@@ -86,14 +98,24 @@ __all__ = [
     "discrete_gaussian_epsilon",
     "dp_accounting",
     "drv_epsilon",
+    "drv_epsilon_unchecked",
     "gdp_delta",
     "kov_delta",
     "kov_epsilon",
+    "kov_epsilon_unchecked",
+    "kov_log_delta",
     "kov_max_epsilon0",
+    "kov_max_epsilon0_unchecked",
     "largest_certified",
+    "largest_rdp_rho",
+    "largest_two_kind_scale",
     "max_events",
     "per_release_epsilon",
+    "per_release_spent",
     "rdp_epsilon_of_rho",
+    "rho_to_epsilon",
+    "two_kind_epsilon",
+    "two_kind_log_delta",
     "zcdp_epsilon",
     "zcdp_rho",
 ]

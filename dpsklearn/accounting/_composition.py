@@ -42,12 +42,18 @@ __all__ = [
     "cks_epsilon",
     "cks_rho",
     "drv_epsilon",
+    "drv_epsilon_unchecked",
     "kov_delta",
     "kov_epsilon",
+    "kov_epsilon_unchecked",
+    "kov_log_delta",
     "kov_max_epsilon0",
+    "kov_max_epsilon0_unchecked",
     "largest_certified",
+    "largest_within",
     "rdp_epsilon_of_rho",
     "rho_to_epsilon",
+    "smallest_within",
     "zcdp_epsilon",
     "zcdp_rho",
 ]
@@ -315,10 +321,15 @@ def drv_epsilon(eps0, k, delta_prime):
     >>> round(drv_epsilon(0.01, 100, 1e-5), 4)
     0.4899
     """
-    return _drv_epsilon(float(eps0), int(k), float(delta_prime))
+    return drv_epsilon_unchecked(float(eps0), int(k), float(delta_prime))
 
 
-def _drv_epsilon(eps0, k, delta_prime):
+def drv_epsilon_unchecked(eps0, k, delta_prime):
+    """:func:`drv_epsilon` without validating its arguments (for hot loops).
+
+    Callers pass numbers they computed: ``eps0 >= 0``, ``k >= 1`` and
+    ``0 < delta_prime < 1``; nothing is checked.
+    """
     try:
         growth = math.expm1(eps0)
     except OverflowError:
@@ -327,8 +338,27 @@ def _drv_epsilon(eps0, k, delta_prime):
 
 
 # -- optimal composition of k pure mechanisms ----------------------------------
-def _kov_log_delta(eps0, k, epsilon):
-    """log of the optimal-composition delta (``-inf`` when it is 0).
+def _log_rounding_margin(k, eps0):
+    """A bound on the relative floating-point error of a binomial sum in log space.
+
+    Every term's log is a sum of ``gammaln`` values of size up to ``ln k!``
+    and ``k`` multiples of ``ln(1 + e^-eps0)``-sized logs, each computed to a
+    few ulps (``u = 2^-53``), and the sum of up to ``k + 1`` positive terms
+    adds ``k u`` relative: ``8 u (3 ln k! + k (eps0 + 1)) + 2 (k + 1) u``, plus
+    ``1e-12``. Added to a delta it rounds it *up*.
+    """
+    u = 2.0**-53
+    magnitude = 3.0 * float(gammaln(k + 1.0)) + k * (abs(eps0) + 1.0)
+    return 8.0 * u * magnitude + 2.0 * (k + 1.0) * u + 1e-12
+
+
+def kov_log_delta(eps0, k, epsilon):
+    """log of the optimal-composition delta (``-inf`` when it is 0), unchecked.
+
+    The fast form behind :func:`kov_delta`: it skips validation (callers
+    pass ``eps0 >= 0``, an integer ``k >= 1``, ``epsilon >= 0``) and runs in
+    bisections. Rounded up: the computed sum carries the relative margin of
+    :func:`_log_rounding_margin`.
 
     The k-fold composition of eps0-DP mechanisms is dominated by k-fold
     randomized response (Kairouz, Oh and Viswanath 2015, Theorem 3.3), whose
@@ -357,8 +387,9 @@ def _kov_log_delta(eps0, k, epsilon):
     top = np.max(terms)
     if not np.isfinite(top):
         return -math.inf
-    # delta <= 1; rounding in the sum may exceed it by a few ulps.
-    return min(0.0, float(top + np.log(np.sum(np.exp(terms - top)))))
+    log_delta = float(top + np.log(np.sum(np.exp(terms - top))))
+    # Rounded up by the stated margin; delta <= 1.
+    return min(0.0, log_delta + math.log1p(_log_rounding_margin(k, eps0)))
 
 
 @validate_params(
@@ -402,7 +433,7 @@ def kov_delta(eps0, k, epsilon):
     >>> math.isclose(d, (math.e - math.exp(0.5)) / (1 + math.e))
     True
     """
-    return math.exp(_kov_log_delta(float(eps0), int(k), float(epsilon)))
+    return math.exp(kov_log_delta(float(eps0), int(k), float(epsilon)))
 
 
 @validate_params(
@@ -444,18 +475,25 @@ def kov_max_epsilon0(epsilon, delta, k):
     >>> math.isclose(e0, math.log((math.e + 1e-3) / (1 - 1e-3)), rel_tol=1e-9)
     True
     """
-    return _kov_max_epsilon0(float(epsilon), float(delta), int(k))
+    return kov_max_epsilon0_unchecked(float(epsilon), float(delta), int(k))
 
 
 @functools.lru_cache(maxsize=1024)
-def _kov_max_epsilon0(epsilon, delta, k):
+def kov_max_epsilon0_unchecked(epsilon, delta, k):
+    """:func:`kov_max_epsilon0` without validating its arguments (memoised).
+
+    Callers pass ``epsilon > 0``, ``0 <= delta < 1`` and an integer ``k >= 1``
+    as Python numbers; nothing is checked.
+    """
     lo = epsilon / k  # delta(lo) = 0: basic composition
     if delta == 0:
         return lo
-    log_target = math.log(delta)
+    # 1e-13 below the target: exp(log delta) rounds within a few ulps, so
+    # kov_delta at the result is never above delta.
+    log_target = math.log(delta) + math.log1p(-1e-13)
 
     def ok(e0):
-        return _kov_log_delta(e0, k, epsilon) <= log_target
+        return kov_log_delta(e0, k, epsilon) <= log_target
 
     return largest_within(ok, lo)
 
@@ -538,17 +576,22 @@ def kov_epsilon(eps0, k, delta):
     >>> bool(kov_epsilon(0.01, 100, 1e-5) < min(1.0, drv_epsilon(0.01, 100, 1e-5)))
     True
     """
-    return _kov_epsilon(float(eps0), int(k), float(delta))
+    return kov_epsilon_unchecked(float(eps0), int(k), float(delta))
 
 
 @functools.lru_cache(maxsize=1024)
-def _kov_epsilon(eps0, k, delta):
+def kov_epsilon_unchecked(eps0, k, delta):
+    """:func:`kov_epsilon` without validating its arguments (memoised).
+
+    Callers pass ``eps0 >= 0``, an integer ``k >= 1`` and ``0 <= delta < 1``
+    as Python numbers; nothing is checked.
+    """
     hi = k * eps0  # delta(hi) = 0
     if delta == 0 or eps0 == 0:
         return hi
     log_target = math.log(delta)
 
     def ok(epsilon):
-        return _kov_log_delta(eps0, k, epsilon) <= log_target
+        return kov_log_delta(eps0, k, epsilon) <= log_target
 
     return smallest_within(ok, hi)

@@ -44,6 +44,7 @@ from ._gnmax import (
     ConfidentGNMaxRelease,
     GNMaxEngine,
     GNMaxRelease,
+    check_vote_counts,
     confident_gnmax,
     confident_gnmax_threshold,
     gnmax,
@@ -63,8 +64,8 @@ from ._kernel_ridge import (
     weight_sensitivity,
 )
 from ._per_query import GridLaplaceRelease, SoftMajority
-from ._repeat_select import RepeatedSelection
-from ._selection import ChunkedQueries, ExponentialSelection
+from ._repeat_select import RUN_DISTRIBUTIONS, RepeatedSelection, curve_of_events
+from ._selection import ChunkedQueries, ExponentialSelection, HistogramRelease
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
     SPARSE_VECTOR_CALIBRATIONS,
@@ -74,6 +75,7 @@ from ._sparse_vector_calibration import (
     stability_tail_bound,
     stability_tail_probability,
 )
+from ._sparse_vector_tails import noise_quantiles, noise_survival
 from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
 from ._votes import (
     distance_from_gap,
@@ -84,6 +86,7 @@ from ._votes import (
 
 __all__ = [
     "GAUSSIAN_CALIBRATIONS",
+    "RUN_DISTRIBUTIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "ChunkedQueries",
     "ConfidentGNMaxRelease",
@@ -96,6 +99,7 @@ __all__ = [
     "GridGaussianEngine",
     "GridGaussianRelease",
     "GridLaplaceRelease",
+    "HistogramRelease",
     "Mechanism",
     "Release",
     "RepeatedSelection",
@@ -107,7 +111,9 @@ __all__ = [
     "WeightRelease",
     "calibrate_confident_gnmax",
     "calibrate_sparse_vector",
+    "check_vote_counts",
     "clipped_mean_release",
+    "curve_of_events",
     "confident_gnmax",
     "confident_gnmax_threshold",
     "distance_from_gap",
@@ -119,6 +125,8 @@ __all__ = [
     "kernel_ridge_prediction_release",
     "kernel_ridge_weight_release",
     "majority_and_gap",
+    "noise_quantiles",
+    "noise_survival",
     "soft_label_histograms",
     "sparse_vector_candidates",
     "stability_tail_bound",

@@ -53,6 +53,7 @@ __all__ = [
     "ConfidentGNMaxEngine",
     "GNMaxRelease",
     "GNMaxEngine",
+    "check_vote_counts",
     "confident_gnmax",
     "confident_gnmax_threshold",
     "gnmax",
@@ -60,7 +61,15 @@ __all__ = [
 ]
 
 
-def _check_counts(counts):
+def check_vote_counts(counts):
+    """``counts`` as a 2-D int64 array of vote counts, or a ValueError naming it.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import check_vote_counts
+    >>> check_vote_counts([[3, 1], [0, 4]]).dtype
+    dtype('int64')
+    """
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.shape[1] < 1:
         raise ValueError(
@@ -155,7 +164,7 @@ def gnmax_noisy_counts(counts, sigma, *, rng):
     >>> (noisy.argmax(axis=1) == labels).tolist()
     [True, True]
     """
-    counts = _check_counts(counts)
+    counts = check_vote_counts(counts)
     return counts + discrete_gaussian(sigma, size=counts.shape, rng=rng)
 
 
@@ -214,7 +223,7 @@ def confident_gnmax(
     >>> answers.tolist(), answered.tolist(), n
     ([0, -1, 1], [True, False, True], 3)
     """
-    counts = _check_counts(counts)
+    counts = check_vote_counts(counts)
     threshold = float(threshold)
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got nan.")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting._events import BoundedRangeEvent, PureEvent
+from ..accounting import BoundedRangeEvent, PureEvent
 from ..noise import (
     default_grid_step,
     exponential_mechanism,

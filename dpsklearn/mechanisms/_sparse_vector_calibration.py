@@ -53,13 +53,14 @@ from .._validation import (
     FINITE_POSITIVE,
     validate_params,
 )
-from ..accounting._composition import (
-    _drv_epsilon,
-    _kov_epsilon,
-    _kov_log_delta,
-    _kov_max_epsilon0,
+from ..accounting import (
+    drv_epsilon_unchecked,
+    kov_epsilon_unchecked,
+    kov_log_delta,
+    kov_max_epsilon0_unchecked,
+    two_kind_epsilon,
+    two_kind_log_delta,
 )
-from ..accounting._optimal_composition import two_kind_epsilon, two_kind_log_delta
 from ._sparse_vector_routes import (
     _FALLBACK_ZCDP,
     gaussian_route,
@@ -252,9 +253,9 @@ def _composed(cal, n, f):
     # by basic composition.
     instances = n * eps0
     if n and cal.composition == "drv":
-        instances = min(instances, _drv_epsilon(eps0, n, delta_sv))
+        instances = min(instances, drv_epsilon_unchecked(eps0, n, delta_sv))
     elif n and cal.composition == "kov":
-        instances = min(instances, _kov_epsilon(eps0, n, delta_sv))
+        instances = min(instances, kov_epsilon_unchecked(eps0, n, delta_sv))
     return instances + f * eps_f
 
 
@@ -285,12 +286,12 @@ def _paper(epsilon, delta, cutoff):
 
 def _exact(epsilon, delta, cutoff):
     # Optimal composition (KOV) of T AboveThreshold instances at delta/2.
-    eps0 = _kov_max_epsilon0(epsilon, delta / 2.0, cutoff)
-    log_target = math.log(delta / 2.0)
+    eps0 = kov_max_epsilon0_unchecked(epsilon, delta / 2.0, cutoff)
+    log_target = math.log(delta / 2.0) + math.log1p(-1e-13)
     lam = 2.0 / eps0
     # Re-verify with the eps0 = 2 / lam the engine really uses (one ulp of
     # rounding in 2 / (2 / eps0) must not tip it over the budget).
-    while _kov_log_delta(2.0 / lam, cutoff, epsilon) > log_target:
+    while kov_log_delta(2.0 / lam, cutoff, epsilon) > log_target:
         lam *= 1.0 + 1e-12
     w = 2.0 * lam * math.log(2.0 * cutoff / delta)
     return _paper_structure("exact", lam, w, delta / 2, "kov")
@@ -310,11 +311,11 @@ _PAPER_BUILDERS = {"paper": _paper, "exact": _exact, "pure": _pure}
 def _from_route(name, route, per_instance, composition, common):
     """A full-strength calibration from its route's parameters.
 
-    Each instance has one fallback slot when there is a paid fallback; the
-    tail is that of the route's two noises at ``w + 1``.
+    The route paid for ``common["n_fallbacks"]`` fallback slots; the tail is
+    that of the route's two noises at ``w + 1``.
     """
     return SparseVectorCalibration(
-        **{**common, "n_fallbacks": common["cutoff"] if common["n_fallbacks"] else 0},
+        **common,
         name=name,
         noise=name,
         threshold_scale=route["threshold_scale"],
@@ -352,15 +353,24 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         fallback = epsilon * share / n_fallbacks if n_fallbacks else 0.0
         cal = SparseVectorCalibration(**common, **fields, fallback_epsilon=fallback)
     elif name == "laplace":
-        # One fallback slot per instance (``docs/design.rst``, "Joint
-        # composition of the test and its fallback").
-        route = laplace_route(epsilon, delta, cutoff, share if n_fallbacks else 0.0)
+        # The instances and the n_fallbacks slots composed together
+        # (``docs/design.rst``, "Joint composition of the test and its
+        # fallback").
+        route = laplace_route(
+            epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks
+        )
         cal = _from_route("laplace", route, route["eps0"], "joint", common)
     else:  # gaussian
         if max_queries is None:
             return None
         route = gaussian_route(
-            epsilon, delta, cutoff, share if n_fallbacks else 0.0, max_queries, kind
+            epsilon,
+            delta,
+            cutoff,
+            share if n_fallbacks else 0.0,
+            max_queries,
+            kind,
+            n_fallbacks,
         )
         if route is None:
             return None
@@ -370,7 +380,7 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         # paper is admissible only where its own theorem (advanced
         # composition) fits the budget, not by falling back to basic.
         eps0 = cal.per_instance
-        composed = _drv_epsilon(eps0, cutoff, cal.sparse_vector_delta) + (
+        composed = drv_epsilon_unchecked(eps0, cutoff, cal.sparse_vector_delta) + (
             cal.n_fallbacks * cal.fallback_epsilon
         )
     if _delta_checked(cal):
@@ -387,7 +397,7 @@ def _delta_checked(cal):
         return False
     if cal.composition == "kov":
         budget = cal.epsilon - cal.n_fallbacks * cal.fallback_epsilon
-        return _kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
+        return kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
     if cal.composition == "joint":
         log_delta = two_kind_log_delta(
             cal.per_instance,

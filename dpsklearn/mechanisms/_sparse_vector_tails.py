@@ -33,6 +33,8 @@ from .._validation import FINITE_POSITIVE, validate_params
 __all__ = [
     "difference_log_tail",
     "difference_tail",
+    "noise_quantiles",
+    "noise_survival",
     "smallest_tail_index",
     "stability_tail_bound",
     "stability_tail_probability",

@@ -42,8 +42,7 @@ from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError
 from ..kernel_ridge import PrivateKernelRidge
-from ..mechanisms import RepeatedSelection
-from ..mechanisms._repeat_select import RUN_DISTRIBUTIONS, curve_of_events
+from ..mechanisms import RUN_DISTRIBUTIONS, RepeatedSelection, curve_of_events
 from ._candidate_budget import CandidateBudget, ProbedEvents
 
 __all__ = ["PrivateGridSearch", "is_publishable"]
