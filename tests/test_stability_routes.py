@@ -154,14 +154,35 @@ def test_rdp_conversion_matches_dp_accounting():
 # -- the calibrations' guarantees, recomputed --------------------------------------
 @pytest.mark.parametrize("epsilon, T", [(1.0, 100), (2.0, 200), (8.0, 30)])
 def test_laplace_with_fallback_composes_jointly(epsilon, T):
+    from dpsklearn.accounting import alternating_delta
+
+    # A pure fallback: both kinds composed as pure releases (two kinds).
+    pure = calibrate_sparse_vector(
+        epsilon,
+        1e-5,
+        T,
+        "laplace",
+        n_fallbacks=T,
+        fallback_share=0.5,
+        fallback_kind="pure",
+    )
+    eps0 = 1 / pure.threshold_scale + 2 / pure.query_scale
+    assert pure.composition == "joint"
+    log_delta = two_kind_log_delta(eps0, T, pure.fallback_epsilon, T, epsilon)
+    assert log_delta <= math.log(pure.sparse_vector_delta) + 1e-9
+    # The exponential mechanism's fallback (bounded range) follows the
+    # instance it ends: the exact alternating game certifies the pairs.
     cal = calibrate_sparse_vector(
         epsilon, 1e-5, T, "laplace", n_fallbacks=T, fallback_share=0.5
     )
     eps0 = 1 / cal.threshold_scale + 2 / cal.query_scale
+    assert cal.composition == "alternating"
     assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
     assert cal.n_fallbacks == T
-    log_delta = two_kind_log_delta(eps0, T, cal.fallback_epsilon, T, epsilon)
-    assert log_delta <= math.log(cal.sparse_vector_delta) + 1e-9
+    game = alternating_delta(eps0, cal.fallback_epsilon, T, epsilon)
+    assert game <= cal.sparse_vector_delta
+    assert cal.threshold < pure.threshold
+    assert cal.fallback_epsilon > pure.fallback_epsilon
     assert T * difference_tail(
         int(cal.threshold) + 1, cal.query_scale, cal.threshold_scale
     ) <= cal.stability_delta * (1 + 1e-12)
@@ -174,15 +195,22 @@ def test_laplace_with_fallback_composes_jointly(epsilon, T):
 
 
 def test_reference_figures_of_the_issue_at_share_one_half():
-    # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 and each
-    # fallback's epsilon 0.005 -> 0.018.
+    # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 with the two
+    # parts composed as pure releases, 2,372 by the alternating game (the
+    # fallback is bounded range); each fallback's epsilon 0.005 -> 0.018 ->
+    # 0.023.
     exact = calibrate_sparse_vector(
         1.0, 1e-5, 100, "exact", n_fallbacks=100, fallback_share=0.5
     )
+    pure = calibrate_sparse_vector(
+        1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5, fallback_kind="pure"
+    )
     joint = calibrate_sparse_vector(1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5)
     assert round(exact.threshold) == 4886 and exact.fallback_epsilon == 0.005
-    assert joint.name == "laplace" and joint.threshold == 3000
-    assert joint.fallback_epsilon == pytest.approx(0.0184, abs=1e-4)
+    assert pure.name == "laplace" and pure.threshold == 3000
+    assert pure.fallback_epsilon == pytest.approx(0.0184, abs=1e-4)
+    assert joint.name == "laplace" and joint.threshold == 2372
+    assert joint.fallback_epsilon == pytest.approx(0.0232, abs=1e-4)
 
 
 @pytest.mark.parametrize("max_queries", [100, 2000, 200_000])
@@ -192,7 +220,7 @@ def test_gaussian_guarantee_recomputed(max_queries):
     orders = np.geomspace(1.01, 1e6, 20_000)
     # Zhu and Wang (2020), Theorem 8 at sensitivity 1, T instances.
     per_instance = (
-        math.log(max_queries) / (orders - 1)
+        math.log(max_queries + 1) / (orders - 1)
         + orders / cal.threshold_scale**2
         + 2 * orders / cal.query_scale**2
     )

@@ -22,6 +22,7 @@ accountants and privacy filters", and ``docs/accounting_theory.rst``.
 """
 
 from ._accountant import PrivacyAccountant
+from ._alternating import alternating_delta, largest_alternating_scale
 from ._base import BaseAccountant
 from ._bounded_range import bounded_range_delta, bounded_range_max_epsilon0
 from ._composer import COMPOSITIONS, FILTER_VALID
@@ -89,6 +90,7 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "PureEvent",
+    "alternating_delta",
     "bounded_range_delta",
     "bounded_range_max_epsilon0",
     "cks_epsilon",
@@ -106,6 +108,7 @@ __all__ = [
     "kov_log_delta",
     "kov_max_epsilon0",
     "kov_max_epsilon0_unchecked",
+    "largest_alternating_scale",
     "largest_certified",
     "largest_rdp_rho",
     "largest_two_kind_scale",

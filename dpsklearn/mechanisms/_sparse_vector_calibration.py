@@ -54,6 +54,8 @@ from .._validation import (
     validate_params,
 )
 from ..accounting import (
+    alternating_delta,
+    cks_epsilon,
     drv_epsilon_unchecked,
     kov_epsilon_unchecked,
     kov_log_delta,
@@ -119,11 +121,14 @@ class SparseVectorCalibration:
         ``p = P(Z_query - Z_threshold > w)`` (exact for Laplace noises, an
         upper bound for Gaussian ones); the stability part's delta is at
         most ``T p``.
-    composition : {"drv", "kov", "basic", "joint", "rdp"}
+    composition : {"drv", "kov", "basic", "joint", "alternating", "rdp"}
         How the instances and the fallbacks compose: advanced (``paper``),
         optimal (``exact``) or basic (``pure``) composition of the instances
         plus the fallbacks by basic composition; the optimal composition of
-        both together (``laplace``); RDP (``gaussian``).
+        both together as pure releases (``laplace``, ``"joint"``), or, for
+        exponential-mechanism fallbacks each following its instance, the
+        exact game of pure and bounded-range releases in turn (``laplace``,
+        ``"alternating"``); RDP (``gaussian``).
     per_instance : float
         ``eps0`` of one instance (Laplace noises), or its RDP coefficient
         ``c`` (``alpha c`` plus the ``log K`` term; Gaussian noises).
@@ -249,6 +254,12 @@ def _composed(cal, n, f):
     basic = n * eps0 + f * eps_f
     if cal.composition == "joint":
         return min(basic, two_kind_epsilon(eps0, n, eps_f, f, delta_sv))
+    if cal.composition == "alternating":
+        # The game certifies all pairs within epsilon (so any fewer); a
+        # running figure by zCDP at the best order (pure eps0^2/2, bounded
+        # range eps_f^2/8), the game's total, or basic, whichever is least.
+        rho = n * eps0**2 / 2.0 + f * eps_f**2 / 8.0
+        return min(basic, cal.epsilon, cks_epsilon(rho, delta_sv))
     # The paper's structure: the instances by their theorem, the fallbacks
     # by basic composition.
     instances = n * eps0
@@ -357,9 +368,11 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         # (``docs/design.rst``, "Joint composition of the test and its
         # fallback").
         route = laplace_route(
-            epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks
+            epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks, kind
         )
-        cal = _from_route("laplace", route, route["eps0"], "joint", common)
+        cal = _from_route(
+            "laplace", route, route["eps0"], route["composition"], common
+        )
     else:  # gaussian
         if max_queries is None:
             return None
@@ -376,6 +389,10 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
             return None
         cal = _from_route("gaussian", route, route["coefficient"], "rdp", common)
     composed = _composed(cal, cal.cutoff, cal.n_fallbacks)
+    if cal.composition == "alternating":
+        # Admissible only where the game itself certifies the whole test
+        # (the running figure of _composed is capped by it).
+        composed = epsilon if _delta_checked(cal) else math.inf
     if cal.composition == "drv":
         # paper is admissible only where its own theorem (advanced
         # composition) fits the budget, not by falling back to basic.
@@ -398,6 +415,11 @@ def _delta_checked(cal):
     if cal.composition == "kov":
         budget = cal.epsilon - cal.n_fallbacks * cal.fallback_epsilon
         return kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
+    if cal.composition == "alternating":
+        game = alternating_delta(
+            cal.per_instance, cal.fallback_epsilon, cal.cutoff, cal.epsilon
+        )
+        return cal.n_fallbacks == cal.cutoff and game <= cal.sparse_vector_delta
     if cal.composition == "joint":
         log_delta = two_kind_log_delta(
             cal.per_instance,

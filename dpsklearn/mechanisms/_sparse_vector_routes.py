@@ -43,7 +43,11 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from ..accounting import kov_max_epsilon0_unchecked, largest_two_kind_scale
+from ..accounting import (
+    kov_max_epsilon0_unchecked,
+    largest_alternating_scale,
+    largest_two_kind_scale,
+)
 from ._sparse_vector_tails import smallest_tail_index
 
 __all__ = ["gaussian_route", "laplace_route", "rdp_route_epsilon"]
@@ -97,7 +101,9 @@ def _refine(values, step, lo, hi):
 
 
 @functools.lru_cache(maxsize=512)
-def laplace_route(epsilon, delta, cutoff, share, n_fallbacks=None):
+def laplace_route(
+    epsilon, delta, cutoff, share, n_fallbacks=None, fallback_kind="pure"
+):
     """The ``laplace`` calibration: a dict of its parameters (smallest ``w``).
 
     The delta split and the noise split are searched on a grid (public
@@ -118,12 +124,19 @@ def laplace_route(epsilon, delta, cutoff, share, n_fallbacks=None):
         The paid fallback answers that can occur (default: one per
         instance). The soft-label test has ``T + 1`` instances but at most
         ``ceil(T/2)`` fallback answers (each adds 2 to its failure count).
+    fallback_kind : {"pure", "bounded_range"}, default="pure"
+        With ``"bounded_range"`` (the exponential mechanism) and one slot per
+        instance, each fallback follows the instance it ends: the pairs are
+        composed by the exact alternating game
+        (:func:`~dpsklearn.accounting.largest_alternating_scale`), a quarter
+        of a pure release's cost per answer; else both kinds as pure.
 
     Returns
     -------
     params : dict
         ``eps0``, ``fallback_epsilon``, ``query_scale``, ``threshold_scale``,
-        ``threshold`` (an integer ``w``), ``sparse_vector_delta``.
+        ``threshold`` (an integer ``w``), ``sparse_vector_delta``,
+        ``composition`` (``"joint"``: two pure kinds; ``"alternating"``).
 
     Examples
     --------
@@ -155,6 +168,27 @@ def laplace_route(epsilon, delta, cutoff, share, n_fallbacks=None):
     )
     _, fraction, threshold_share = fine
     n, eps0, delta_sv, s_q, s_t = scores[(fraction, threshold_share)]
+    composition = "joint"
+    if fallback_kind == "bounded_range" and slots and slots == cutoff:
+        # The exact alternating game, around the two-pure-kinds optimum: the
+        # delta split and the noise split again, each a valid calibration.
+        ratio = share / (1.0 - share)
+        best = None
+        for f in _refine(fraction, 2 * _FINE_STEP, 0.01, 0.99)[::2]:
+            pure_eps0 = _laplace_eps0(epsilon, f * delta, cutoff, share, slots)
+            game_eps0 = largest_alternating_scale(
+                epsilon, f * delta, cutoff, ratio, pure_eps0
+            )
+            log_target = math.log((delta - f * delta) / cutoff)
+            for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
+                q, t = _laplace_scales(game_eps0, u)
+                m = smallest_tail_index(log_target, q, t, "laplace")
+                key = (m, -f, u)
+                if best is None or key < best[0]:
+                    best = (key, game_eps0, f * delta, q, t)
+        if best[0][0] <= n:
+            (n, _, _), eps0, delta_sv, s_q, s_t = best
+            composition = "alternating"
     return {
         "eps0": eps0,
         "fallback_epsilon": eps0 * share / (1.0 - share),
@@ -162,6 +196,7 @@ def laplace_route(epsilon, delta, cutoff, share, n_fallbacks=None):
         "threshold_scale": float(s_t),
         "threshold": float(n - 1),
         "sparse_vector_delta": float(delta_sv),
+        "composition": composition,
     }
 
 
