@@ -392,3 +392,7 @@ def _max_epsilon0(epsilon, delta, k, grid, rtol):
             step = 0.5 * (lo + hi) if math.isfinite(hi) else lo + 0.1
         x = step
     return math.exp(lo)
+
+
+bounded_range_max_epsilon0.cache_clear = _max_epsilon0.cache_clear
+bounded_range_max_epsilon0.cache_info = _max_epsilon0.cache_info
