@@ -62,7 +62,13 @@ def _chord(values, x, h, points):
     return out
 
 
-def alternating_delta(eps_pure, eps_br, rounds, epsilon, grid=ALTERNATING_GRID):
+def alternating_delta(
+    eps_pure: float,
+    eps_br: float,
+    rounds: int,
+    epsilon: float,
+    grid: int = ALTERNATING_GRID,
+) -> float:
     """Upper bound on delta of ``rounds`` (pure, bounded-range) pairs in turn.
 
     Parameters
@@ -122,8 +128,14 @@ def alternating_delta(eps_pure, eps_br, rounds, epsilon, grid=ALTERNATING_GRID):
 
 @functools.lru_cache(maxsize=512)
 def largest_alternating_scale(
-    epsilon, delta, rounds, ratio, start, grid=ALTERNATING_GRID, rtol=1e-3
-):
+    epsilon: float,
+    delta: float,
+    rounds: int,
+    ratio: float,
+    start: float,
+    grid: int = ALTERNATING_GRID,
+    rtol: float = 1e-3,
+) -> float:
     """Largest ``eps0`` whose pairs (``eps0`` pure, ``ratio eps0`` BR) fit a budget.
 
     ``start`` is an ``eps0`` known to fit (the optimal composition of the

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln
@@ -129,7 +130,7 @@ def _cks_at_orders(rho, log_inv_delta, alphas):
     )
 
 
-def cks_epsilon(rho, delta):
+def cks_epsilon(rho: float, delta: float) -> float:
     """Epsilon at ``delta`` of the Renyi curve ``alpha * rho``, at its best order.
 
     A mechanism that is ``(alpha, tau)``-RDP is ``(epsilon, delta)``-DP with
@@ -201,7 +202,7 @@ def cks_epsilon(rho, delta):
 
 
 @functools.lru_cache(maxsize=1024)
-def cks_rho(epsilon, delta, rtol=1e-9):
+def cks_rho(epsilon: float, delta: float, rtol: float = 1e-9) -> float:
     """The largest ``rho`` with :func:`cks_epsilon` ``(rho, delta) <= epsilon``.
 
     Bisection on ``log rho`` to relative precision ``rtol``, from the safe
@@ -244,11 +245,20 @@ def rdp_epsilon_of_rho(rho, delta):
     return float(accountant.get_epsilon(delta))
 
 
-def largest_certified(certify, epsilon, rtol):
+def largest_certified(
+    certify: Callable[[float], float], epsilon: float, rtol: float
+) -> float:
     """Largest ``x`` with ``certify(x) <= epsilon``, from the safe side.
 
     ``certify`` increases with ``x``; bisection on ``log x`` to relative
     precision ``rtol``.
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import largest_certified, zcdp_epsilon
+    >>> rho = largest_certified(lambda r: zcdp_epsilon(r, 1e-5), 1.0, 1e-9)
+    >>> round(rho, 4), zcdp_epsilon(rho, 1e-5) <= 1.0
+    (0.0208, True)
     """
     lo = hi = 1.0
     while certify(lo) > epsilon:
@@ -265,11 +275,20 @@ def largest_certified(certify, epsilon, rtol):
     return lo
 
 
-def rho_to_epsilon(rho, delta, conversion="zcdp"):
+def rho_to_epsilon(
+    rho: float, delta: float, conversion: str = "zcdp"
+) -> tuple[float, float]:
     """``(epsilon, delta)`` of a total ``rho`` under a conversion (0 for none).
 
     ``conversion`` is ``"zcdp"`` (:func:`zcdp_epsilon`) or ``"rdp"``
     (:func:`rdp_epsilon_of_rho`).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import rho_to_epsilon
+    >>> eps, delta = rho_to_epsilon(0.02, 1e-5, "rdp")
+    >>> bool(eps < 1.0), delta
+    (True, 1e-05)
     """
     if rho <= 0:
         return 0.0, 0.0
@@ -279,8 +298,17 @@ def rho_to_epsilon(rho, delta, conversion="zcdp"):
 
 
 @functools.lru_cache(maxsize=256)
-def largest_rdp_rho(epsilon, delta, rtol=1e-9):
-    """The largest ``rho`` whose RDP curve converts to ``<= epsilon`` at ``delta``."""
+def largest_rdp_rho(epsilon: float, delta: float, rtol: float = 1e-9) -> float:
+    """The largest ``rho`` whose RDP curve converts to ``<= epsilon`` at ``delta``.
+
+    By ``dp_accounting``'s RDP accountant (its own orders); memoised.
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import largest_rdp_rho
+    >>> round(largest_rdp_rho(1.0, 1e-5), 4)
+    0.0306
+    """
     return largest_certified(lambda rho: rdp_epsilon_of_rho(rho, delta), epsilon, rtol)
 
 
@@ -324,11 +352,17 @@ def drv_epsilon(eps0, k, delta_prime):
     return drv_epsilon_unchecked(float(eps0), int(k), float(delta_prime))
 
 
-def drv_epsilon_unchecked(eps0, k, delta_prime):
+def drv_epsilon_unchecked(eps0: float, k: int, delta_prime: float) -> float:
     """:func:`drv_epsilon` without validating its arguments (for hot loops).
 
     Callers pass numbers they computed: ``eps0 >= 0``, ``k >= 1`` and
     ``0 < delta_prime < 1``; nothing is checked.
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import drv_epsilon_unchecked
+    >>> round(drv_epsilon_unchecked(0.01, 100, 1e-5), 4)
+    0.4899
     """
     try:
         growth = math.expm1(eps0)
@@ -352,13 +386,20 @@ def _log_rounding_margin(k, eps0):
     return 8.0 * u * magnitude + 2.0 * (k + 1.0) * u + 1e-12
 
 
-def kov_log_delta(eps0, k, epsilon):
+def kov_log_delta(eps0: float, k: int, epsilon: float) -> float:
     """log of the optimal-composition delta (``-inf`` when it is 0), unchecked.
 
     The fast form behind :func:`kov_delta`: it skips validation (callers
     pass ``eps0 >= 0``, an integer ``k >= 1``, ``epsilon >= 0``) and runs in
     bisections. Rounded up: the computed sum carries the relative margin of
     :func:`_log_rounding_margin`.
+
+    Examples
+    --------
+    >>> import math
+    >>> from dpsklearn.accounting import kov_delta, kov_log_delta
+    >>> math.isclose(math.exp(kov_log_delta(0.03, 100, 1.0)), kov_delta(0.03, 100, 1.0))
+    True
 
     The k-fold composition of eps0-DP mechanisms is dominated by k-fold
     randomized response (Kairouz, Oh and Viswanath 2015, Theorem 3.3), whose
@@ -479,11 +520,17 @@ def kov_max_epsilon0(epsilon, delta, k):
 
 
 @functools.lru_cache(maxsize=1024)
-def kov_max_epsilon0_unchecked(epsilon, delta, k):
+def kov_max_epsilon0_unchecked(epsilon: float, delta: float, k: int) -> float:
     """:func:`kov_max_epsilon0` without validating its arguments (memoised).
 
     Callers pass ``epsilon > 0``, ``0 <= delta < 1`` and an integer ``k >= 1``
     as Python numbers; nothing is checked.
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import kov_max_epsilon0_unchecked
+    >>> round(kov_max_epsilon0_unchecked(1.0, 1e-5, 1000), 5)
+    0.00849
     """
     lo = epsilon / k  # delta(lo) = 0: basic composition
     if delta == 0:
@@ -580,11 +627,17 @@ def kov_epsilon(eps0, k, delta):
 
 
 @functools.lru_cache(maxsize=1024)
-def kov_epsilon_unchecked(eps0, k, delta):
+def kov_epsilon_unchecked(eps0: float, k: int, delta: float) -> float:
     """:func:`kov_epsilon` without validating its arguments (memoised).
 
     Callers pass ``eps0 >= 0``, an integer ``k >= 1`` and ``0 <= delta < 1``
     as Python numbers; nothing is checked.
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import kov_epsilon_unchecked
+    >>> bool(kov_epsilon_unchecked(0.01, 100, 1e-5) < 1.0)
+    True
     """
     hi = k * eps0  # delta(hi) = 0
     if delta == 0 or eps0 == 0:

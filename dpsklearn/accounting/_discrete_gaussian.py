@@ -29,6 +29,7 @@ the exact Gaussian composition to five digits.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from scipy.special import log_ndtr, ndtr
 
@@ -50,7 +51,7 @@ _MARGIN = 1e-12
 _WINDOW = 40.0
 
 
-def gdp_delta(epsilon, mu):
+def gdp_delta(epsilon: float, mu: float) -> float:
     """``delta`` at ``epsilon`` of ``mu``-GDP (Dong, Roth and Su 2022, Cor. 2.13).
 
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``, in log
@@ -112,7 +113,9 @@ def _checked_groups(groups):
     return out
 
 
-def discrete_gaussian_delta(epsilon, groups):
+def discrete_gaussian_delta(
+    epsilon: float, groups: Iterable[tuple[float, int, int]]
+) -> float:
     """Upper bound on ``delta`` at ``epsilon`` of adaptive discrete Gaussian releases.
 
     Parameters
@@ -154,7 +157,12 @@ def discrete_gaussian_delta(epsilon, groups):
     return min(1.0, delta)
 
 
-def discrete_gaussian_epsilon(delta, groups, *, cap=None):
+def discrete_gaussian_epsilon(
+    delta: float,
+    groups: Iterable[tuple[float, int, int]],
+    *,
+    cap: float | None = None,
+) -> float:
     """The smallest epsilon at which :func:`discrete_gaussian_delta` is ``<= delta``.
 
     Bisection from above (the returned epsilon is certified); ``inf`` when

@@ -110,8 +110,17 @@ def fit_dp_event(events):
     return dpa.ComposedDpEvent(parts)
 
 
-def curve_of_events(events):
-    """Renyi curve of typed events (at ``dp_accounting``'s default orders)."""
+def curve_of_events(events) -> np.ndarray:
+    """Renyi curve of typed events (at ``dp_accounting``'s default orders).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import BoundedRangeEvent
+    >>> from dpsklearn.mechanisms import curve_of_events
+    >>> curve = curve_of_events([BoundedRangeEvent(0.1, count=8)])
+    >>> bool(curve[0] < curve[-1])
+    True
+    """
     return _curve(fit_dp_event(events))
 
 
@@ -155,7 +164,7 @@ def _tnb_gamma_and_mean(mean_runs, shape):
     return gamma, min(float(mean_runs), _tnb_mean(gamma, shape))
 
 
-def repeat_and_select_curve(orders, curve, mean_runs, shape):
+def repeat_and_select_curve(orders, curve, mean_runs: float, shape: float):
     """Renyi curve of the best of a random number of runs of a curve-``curve`` run.
 
     Papernot and Steinke (2022): Theorem 6 for a Poisson number of runs
@@ -167,6 +176,16 @@ def repeat_and_select_curve(orders, curve, mean_runs, shape):
     The same formulas as ``dp_accounting``'s ``RepeatAndSelectDpEvent``
     (the tests compare them), applied to any curve, at the ``gamma`` the
     runs are drawn from and its own mean.
+
+    Examples
+    --------
+    >>> import math
+    >>> from dpsklearn.mechanisms._repeat_select import (
+    ...     repeat_and_select_curve, selection_orders)
+    >>> orders = selection_orders()
+    >>> out = repeat_and_select_curve(orders, orders * 0.01, 12.0, math.inf)
+    >>> bool((out[orders > 2] > orders[orders > 2] * 0.01).all())
+    True
     """
     compute_delta = dp_accounting().rdp.rdp_privacy_accountant.compute_delta
     orders = np.asarray(orders, dtype=float)
