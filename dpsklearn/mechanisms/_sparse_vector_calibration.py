@@ -255,11 +255,19 @@ def _composed(cal, n, f):
     if cal.composition == "joint":
         return min(basic, two_kind_epsilon(eps0, n, eps_f, f, delta_sv))
     if cal.composition == "alternating":
-        # The game certifies all pairs within epsilon (so any fewer); a
-        # running figure by zCDP at the best order (pure eps0^2/2, bounded
-        # range eps_f^2/8), the game's total, or basic, whichever is least.
+        # The game certifies all the pairs within epsilon, so any prefix; a
+        # running figure: the least of that, basic, zCDP at the best order
+        # (pure eps0^2/2, bounded range eps_f^2/8) and the optimal
+        # composition of both kinds as pure releases.
         rho = n * eps0**2 / 2.0 + f * eps_f**2 / 8.0
-        return min(basic, cal.epsilon, cks_epsilon(rho, delta_sv))
+        bound = min(
+            basic,
+            cks_epsilon(rho, delta_sv),
+            two_kind_epsilon(eps0, n, eps_f, f, delta_sv),
+        )
+        if n <= cal.cutoff and f <= cal.n_fallbacks:
+            bound = min(bound, cal.epsilon)
+        return bound
     # The paper's structure: the instances by their theorem, the fallbacks
     # by basic composition.
     instances = n * eps0
