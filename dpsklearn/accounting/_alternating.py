@@ -39,6 +39,10 @@ __all__ = ["alternating_delta", "largest_alternating_scale"]
 
 #: Lattice cells per ``eps_b``.
 ALTERNATING_GRID = 8
+#: Up to this many pairs the game is played directly; beyond, in blocks of at
+#: most ``BLOCK_PAIRS`` pairs composed through their privacy profile.
+DIRECT_PAIRS = 150
+BLOCK_PAIRS = 100
 # Window half-width in standard deviations of the total loss (Azuma: the
 # loss leaves it with probability below e^-98); beyond it only upper bounds.
 _SPAN_SD = 14.0
@@ -100,11 +104,38 @@ def alternating_delta(
     rounds, grid = int(rounds), int(grid)
     if rounds * (eps_pure + eps_br) <= epsilon:
         return 0.0
+    if rounds > DIRECT_PAIRS:
+        # In blocks: each block's whole profile from one game, composed as
+        # the product of one dominating pair (as for bounded-range releases,
+        # docs/accounting_theory.rst, "Any number of releases: blocks").
+        from ._bounded_range_blocks import compose_profile
+
+        r = math.ceil(rounds / BLOCK_PAIRS)
+        k1 = math.ceil(rounds / r)
+        h = eps_br / grid
+        x, values = _values(eps_pure, eps_br, k1, 0.0, grid, profile=True)
+        units = -np.rint(x / h).astype(np.int64)[::-1]
+        return compose_profile(units, values[::-1], h, r, epsilon)
+    x, values = _values(eps_pure, eps_br, rounds, epsilon, grid, profile=False)
+    return float(values[int(np.argmin(np.abs(x)))])
+
+
+def _values(eps_pure, eps_br, rounds, epsilon, grid, *, profile):
+    """``V`` at every node of the window after ``rounds`` pairs (backwards).
+
+    ``profile``: a window symmetric enough to read the whole profile (target
+    0, ``V(x) = delta(-x)``); else one around the path from 0 to ``epsilon``.
+    """
     h = eps_br / grid
     spread = _SPAN_SD * math.sqrt(rounds * (eps_pure**2 + eps_br**2 / 4.0))
     drift = rounds * (eps_pure * math.tanh(eps_pure / 2.0) + eps_br**2 / 8.0)
-    low = min(-spread, epsilon - drift - spread) - 2.0 * eps_pure - eps_br
-    high = max(epsilon, drift + spread) + 2.0 * eps_pure + eps_br
+    if profile:
+        low, high = -(drift + spread), spread
+    else:
+        low = min(-spread, epsilon - drift - spread)
+        high = max(epsilon, drift + spread)
+    low -= 2.0 * eps_pure + eps_br
+    high += 2.0 * eps_pure + eps_br
     i_min = math.floor(low / h) - grid - 1
     x = np.arange(i_min, math.ceil(high / h) + grid + 2, dtype=np.float64) * h
     n_nodes = x.size
@@ -121,9 +152,8 @@ def alternating_delta(
         ahead = _chord(values, x, h, x + eps_pure)
         behind = _chord(values, x, h, x - eps_pure)
         values = np.minimum(keep * ahead + (1.0 - keep) * behind, 1.0)
-    delta = float(values[-i_min])
     # Sums of non-negative terms: rounding is relative.
-    return min(1.0, delta * (1.0 + 1e-12 * (2 * rounds + 1)))
+    return x, np.minimum(values * (1.0 + 1e-12 * (2 * rounds + 1)), 1.0)
 
 
 @functools.lru_cache(maxsize=512)
@@ -159,6 +189,11 @@ def largest_alternating_scale(
         value = alternating_delta(eps0, ratio * eps0, rounds, epsilon, grid)
         return (math.log(value) if value > 0 else -math.inf) - log_target
 
+    # Per-release epsilons beyond about 50 are outside the game's floating
+    # point (e^eps) and far beyond any useful calibration: keep the start.
+    cap = math.log(50.0 / max(1.0, ratio))
+    if math.log(start) + math.log(1.3) >= cap:
+        return start
     lo, f_lo = math.log(start), excess(math.log(start))
     if f_lo > 0:  # should not happen; the pure composition is looser
         return start
@@ -167,6 +202,8 @@ def largest_alternating_scale(
     while f_hi <= 0:
         lo, f_lo = hi, f_hi
         hi += math.log(1.3)
+        if hi >= cap:
+            return math.exp(lo)
         f_hi = excess(hi)
     for _ in range(60):
         if hi - lo <= math.log1p(rtol):

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-__all__ = ["BLOCK", "blocks_delta"]
+__all__ = ["BLOCK", "blocks_delta", "compose_profile", "dominating_pair"]
 
 #: Releases per block (the exact game on a block takes about 0.3 s).
 BLOCK = 1000
@@ -152,6 +152,16 @@ def blocks_delta(eps0, k, epsilon, grid, block=BLOCK):
     k1 = math.ceil(k / r)  # r blocks of k1 >= k / r releases: more, not fewer
     h = eps0 / grid
     units, profile = block_profile(eps0, k1, grid)
+    return compose_profile(units, profile, h, r, epsilon)
+
+
+def compose_profile(units, profile, h, r, epsilon):
+    """Upper bound on the delta at ``epsilon`` of ``r`` adaptive blocks.
+
+    Each block has (upper bounds on) the privacy profile ``profile`` at the
+    lattice points ``units * h``: the blocks are dominated by one lattice
+    pair (:func:`dominating_pair`) and compose as its ``r``-fold product.
+    """
     loss_units, mass, infinite = dominating_pair(units, profile, h)
     # Raising a loss only raises delta: fold the far lower tail up to
     # mean - 20 sd, which keeps the array short.

@@ -170,24 +170,23 @@ def laplace_route(
     n, eps0, delta_sv, s_q, s_t = scores[(fraction, threshold_share)]
     composition = "joint"
     if fallback_kind == "bounded_range" and slots and slots == cutoff:
-        # The exact alternating game, around the two-pure-kinds optimum: the
-        # delta split and the noise split again, each a valid calibration.
+        # The exact alternating game at the two-pure-kinds optimum's delta
+        # split (searching the split again moves w by 0.1 % and costs five
+        # times the time), and the noise split again: a valid calibration.
         ratio = share / (1.0 - share)
+        game_eps0 = largest_alternating_scale(
+            epsilon, fraction * delta, cutoff, ratio, eps0
+        )
+        log_target = math.log((delta - delta_sv) / cutoff)
         best = None
-        for f in _refine(fraction, 2 * _FINE_STEP, 0.01, 0.99)[::2]:
-            pure_eps0 = _laplace_eps0(epsilon, f * delta, cutoff, share, slots)
-            game_eps0 = largest_alternating_scale(
-                epsilon, f * delta, cutoff, ratio, pure_eps0
-            )
-            log_target = math.log((delta - f * delta) / cutoff)
-            for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
-                q, t = _laplace_scales(game_eps0, u)
-                m = smallest_tail_index(log_target, q, t, "laplace")
-                key = (m, -f, u)
-                if best is None or key < best[0]:
-                    best = (key, game_eps0, f * delta, q, t)
+        for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
+            q, t = _laplace_scales(game_eps0, u)
+            m = smallest_tail_index(log_target, q, t, "laplace")
+            if best is None or (m, u) < best[0]:
+                best = ((m, u), q, t)
         if best[0][0] <= n:
-            (n, _, _), eps0, delta_sv, s_q, s_t = best
+            (n, _), s_q, s_t = best
+            eps0 = game_eps0
             composition = "alternating"
     return {
         "eps0": eps0,

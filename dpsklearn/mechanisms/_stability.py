@@ -193,7 +193,7 @@ class StabilityTest(_TestMechanism):
     >>> from dpsklearn.mechanisms import StabilityTest
     >>> test = StabilityTest.calibrate(1.0, 1e-5, max_unstable=100)
     >>> test.calibration.name, test.calibration.threshold
-    ('laplace', 2372.0)
+    ('laplace', 2375.0)
     >>> [type(e).__name__ for e in test.privacy_events()]
     ['ApproximateEvent']
     >>> legacy = StabilityTest.calibrate(
