@@ -486,3 +486,24 @@ def test_alternating_scale_is_certified_and_beats_pure_composition():
     assert alternating_delta(game * 1.002, game * 1.002, 100, 1.0) > 5.5e-6
     # The exponential mechanism's fallback is bounded range: 26 % more eps0.
     assert game >= 1.25 * pure
+
+
+def test_alternating_blocks_agree_with_the_direct_game():
+    # Beyond 150 pairs the game runs in blocks of 100 composed through their
+    # profiles: close to the direct game (both upper bounds), below the two
+    # pure kinds.
+    import dpsklearn.accounting._alternating as alternating
+    from dpsklearn.accounting import two_kind_log_delta
+
+    eps0, rounds = 0.0118, 400
+    blocks = alternating.alternating_delta(eps0, eps0, rounds, 1.0)
+    direct = alternating.alternating_delta(eps0, eps0, 150, 1.0)  # direct path
+    assert direct < blocks  # more pairs, more delta
+    saved = alternating.DIRECT_PAIRS
+    try:
+        alternating.DIRECT_PAIRS = 10**9
+        full = alternating.alternating_delta(eps0, eps0, rounds, 1.0)
+    finally:
+        alternating.DIRECT_PAIRS = saved
+    assert abs(blocks / full - 1) < 0.02
+    assert blocks < math.exp(two_kind_log_delta(eps0, rounds, eps0, rounds, 1.0))
