@@ -340,7 +340,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
             **serving,
         )
         # A PrivacyLedger accountant keeps the serving state durable.
-        state.bind_ledger(accountant, label)
+        state.bind_store(accountant, label)
         return state, noise
 
     def _set_fitted(self, attributes):

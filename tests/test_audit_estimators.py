@@ -68,6 +68,7 @@ from dpsklearn import (
     SoftLabelPrivateRegressor,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.accounting import discrete_gaussian_epsilon
 from dpsklearn.audit import audit, exact_epsilon
 from dpsklearn.mechanisms import (
     SparseVectorEngine,
@@ -1093,10 +1094,11 @@ def test_private_prediction_gnmax_audit():
     single = _gnmax_model(_gnmax_labels(26)[0], 1.0, 1, 0)
     claimed = single.epsilon
     sigma = single.sigma_
-    assert single.calibration_ == "rdp"
-    # One released vector at sigma is (1, 1e-5)-DP by dp_accounting, and not
-    # much less (the calibration is tight).
-    assert 0.999 < _gnmax_rdp_epsilon(sigma, 1) <= claimed
+    assert single.calibration_ == "gdp"
+    # One released vector (two counts move by one) at sigma is (1, 1e-5)-DP by
+    # its exact composition (Gaussian DP with the lattice correction), and not
+    # much less (tight).
+    assert 0.999 < discrete_gaussian_epsilon(GNMAX_DELTA, [(sigma, 1, 2)]) <= claimed
     res, votes, exact = _gnmax_audit(26, sigma, 700)
     _record(
         f"PrivatePrediction gnmax predict (delta={GNMAX_DELTA:g})",

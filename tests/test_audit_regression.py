@@ -40,6 +40,7 @@ from scipy.special import logsumexp
 from sklearn.dummy import DummyRegressor
 
 from dpsklearn import PrivateKernelRidge, PrivatePredictionRegressor
+from dpsklearn.accounting import discrete_gaussian_epsilon
 from dpsklearn.audit import audit, exact_epsilon
 
 pytestmark = [
@@ -159,13 +160,15 @@ def _gaussian_exact(models, sigma_units):
 def _gaussian_audit(sigma_units, seed, broken=False):
     single = _gaussian_model(0, 1.0, 1)
     units = single.privacy_mechanism_.units
-    rho = RUNS_GAUSSIAN * units**2 / (2 * sigma_units**2)
-    epsilon = rho + 2 * math.sqrt(rho * math.log(1 / GAUSS_DELTA))
+    # R discrete Gaussians at sigma_u, composed exactly (Gaussian DP with the
+    # lattice correction), which "auto" inverts back to sigma_u.
+    groups = [(sigma_units, units, RUNS_GAUSSIAN)]
+    epsilon = discrete_gaussian_epsilon(GAUSS_DELTA, groups)
     models = []
     for nb in (0, 1):
         model = _gaussian_model(nb, epsilon, RUNS_GAUSSIAN, seed + nb)
         assert model.calibration_ == "gaussian"
-        assert model.privacy_mechanism_.conversion == "zcdp"
+        assert model.privacy_mechanism_.conversion == "gdp"
         assert model.privacy_mechanism_.sigma_units == pytest.approx(
             sigma_units, rel=1e-5
         )
@@ -196,9 +199,10 @@ def test_gaussian_release_audit():
     sigma_units = single.privacy_mechanism_.sigma_units
     assert single.calibration_ == "gaussian" and single.epsilon_per_query_ is None
     units = single.privacy_mechanism_.units
-    # One release at sigma_u is (1, 1e-5)-DP by dp_accounting, and not much
-    # less (the calibration is tight).
-    assert 0.999 < _gaussian_rdp_epsilon(sigma_units, units, 1) <= claimed
+    # One release at sigma_u is (1, 1e-5)-DP by its exact composition (Gaussian
+    # DP with the lattice correction), and not much less (tight).
+    groups = [(sigma_units, units, 1)]
+    assert 0.999 < discrete_gaussian_epsilon(GAUSS_DELTA, groups) <= claimed
     res, exact = _gaussian_audit(sigma_units, 800)
     _record(
         f"PrivatePredictionRegressor gaussian (delta={GAUSS_DELTA:g})",

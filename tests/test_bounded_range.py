@@ -315,3 +315,195 @@ def test_spent_after_some_releases_is_within_the_certified_total():
     after = per_release_spent(100, kov, 1.0, 1e-5, "laplace", "kov")
     assert after[0] == pytest.approx(1.0, rel=1e-6) and after[1] == 1e-5
     assert per_release_spent(40, kov, 1.0, 1e-5, "laplace", "kov")[0] < 1.0
+
+
+# -- any number of releases: blocks of the game composed through f-DP ----------
+
+
+def _profile_of(loss_units, mass, infinite, h, units):
+    """The privacy profile of a lattice pair at ``units * h`` (exact sums)."""
+    losses = loss_units * h
+    return np.array(
+        [
+            float(np.sum(mass * np.maximum(0.0, -np.expm1(u * h - losses)))) + infinite
+            for u in units
+        ]
+    )
+
+
+def test_block_profile_matches_the_game_at_each_target():
+    # One run of the game from every starting loss x gives delta at
+    # epsilon - x: the profile at epsilon is the direct game's value there.
+    from dpsklearn.accounting._bounded_range_blocks import block_profile
+
+    eps0, k1, grid = 0.05, 120, 8
+    units, profile = block_profile(eps0, k1, grid)
+    h = eps0 / grid
+    for epsilon in (0.3, 0.6, 1.0):
+        i = int(np.flatnonzero(units == round(epsilon / h))[0])
+        direct = bounded_range_delta(eps0, k1, units[i] * h)
+        assert profile[i] == pytest.approx(direct, rel=2e-3)
+        assert profile[i] >= best_non_adaptive(eps0, units[i] * h, k1) * (1 - 1e-9)
+
+
+def test_dominating_pair_lies_above_every_profile_point():
+    from dpsklearn.accounting._bounded_range_blocks import (
+        block_profile,
+        dominating_pair,
+    )
+
+    eps0, k1, grid = 0.05, 120, 8
+    h = eps0 / grid
+    units, profile = block_profile(eps0, k1, grid)
+    loss_units, mass, infinite = dominating_pair(units, profile, h)
+    assert np.all(mass >= 0) and mass.sum() + infinite == pytest.approx(1.0, abs=1e-9)
+    rebuilt = _profile_of(loss_units, mass, infinite, h, units)
+    # The lower convex envelope of upper bounds: never above the points (it
+    # is the largest convex function below them), so above the true convex
+    # profile, which lies below them; at most points it touches them.
+    assert np.all(rebuilt <= profile * (1 + 1e-9) + 1e-15)
+    touching = np.isclose(rebuilt, profile, rtol=1e-6, atol=1e-15)
+    assert touching.mean() > 0.5
+    lower = np.array([best_non_adaptive(eps0, u * h, k1, n_t=101) for u in units[::40]])
+    assert np.all(rebuilt[::40] >= lower * (1 - 1e-9))
+
+
+def test_power_by_fft_matches_direct_convolution():
+    from dpsklearn.accounting._bounded_range_blocks import _convolve_power
+
+    rng = np.random.default_rng(0)
+    mass = rng.random(300)
+    mass /= mass.sum()
+    direct = mass
+    for _ in range(4):
+        direct = np.convolve(direct, mass)
+    fft, e2 = _convolve_power(mass, 5)
+    assert np.linalg.norm(fft - direct) <= e2
+    assert np.allclose(fft, direct, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("k", [3000, 6000])
+def test_blocks_against_the_direct_game_and_lower_bounds(k):
+    # The block composition is an upper bound (each step only raises delta):
+    # above the best non-adaptive strategy (an exact binomial sum, a value
+    # the analyst attains), and within 2 % of the direct game's own upper
+    # bound.
+    from dpsklearn.accounting._bounded_range_blocks import blocks_delta
+
+    eps0 = 0.0168 * math.sqrt(1000 / k)
+    blocks = blocks_delta(eps0, k, 1.0, 8)
+    direct = _game(eps0, k, 1.0, 8, 1e-5)
+    assert best_non_adaptive(eps0, 1.0, k) <= blocks <= direct * 1.02
+    rho = k * eps0**2 / 8
+    assert blocks <= math.exp(-((1.0 - rho) ** 2) / (4 * rho))
+
+
+@pytest.mark.parametrize(
+    "m, figure, rdp_figure",
+    [
+        (2000, 0.011916, 0.011055),
+        (20000, 0.003770, 0.003496),
+        (200000, 0.001192, 0.001105),
+    ],
+)
+def test_auto_takes_the_certified_game_at_any_size(m, figure, rdp_figure):
+    # The exponential mechanism's per-query epsilon at (1, 1e-5) comes from
+    # the bounded-range game for every m (blocks beyond 1,500), 7.8 % above
+    # RDP, certified at the returned value.
+    from dpsklearn.accounting._bounded_range import _delta
+
+    eps_q, name = per_release_epsilon(1.0, 1e-5, m)
+    rdp, _ = per_release_epsilon(1.0, 1e-5, m, calibration="rdp")
+    assert name == "bounded_range"
+    assert eps_q == pytest.approx(figure, abs=1e-6)
+    assert rdp == pytest.approx(rdp_figure, abs=1e-6)
+    assert eps_q >= 1.07 * rdp
+    assert _delta(eps_q, m, 1.0, 8, 1e-5) <= 1e-5
+    assert bounded_range_delta(eps_q, m, 1.0) <= 1e-5
+    # Not loose by more than the search tolerance.
+    assert _delta(eps_q * 1.001, m, 1.0, 8, 1e-5) > 1e-5
+
+
+# -- pure and bounded-range releases in turn (the sparse vector's fallback) ------------
+
+
+def alternating_lattice_game(eps_pure, eps_br, rounds, epsilon, n):
+    """The alternating game with t restricted to multiples of eps_br / n.
+
+    eps_pure must be a multiple of eps_br / n: every position is then on the
+    lattice and nothing is interpolated; each value is attained by a strategy,
+    so this is a lower bound on the true delta.
+    """
+    h = eps_br / n
+    shift = round(eps_pure / h)
+    assert math.isclose(shift * h, eps_pure, rel_tol=1e-9)
+    reach = rounds * (shift + n) + 1
+    x = np.arange(-reach, reach + 1) * h
+    values = np.maximum(0.0, -np.expm1(epsilon - x))
+    q = np.expm1(np.arange(n + 1) * h) / math.expm1(eps_br)
+    keep = 1 / (1 + math.exp(-eps_pure))
+    size = x.size
+    for _ in range(rounds):
+        padded = np.concatenate([np.zeros(n), values, np.ones(n)])
+        best = np.zeros(size)
+        for step in range(n + 1):
+            up, low = padded[n + step : n + step + size], padded[step : step + size]
+            np.maximum(best, (1 - q[step]) * up + q[step] * low, out=best)
+        padded = np.concatenate([np.zeros(shift), best, np.ones(shift)])
+        values = keep * padded[2 * shift :] + (1 - keep) * padded[: size]
+    return float(values[reach])
+
+
+@pytest.mark.parametrize(
+    "eps_pure, eps_br, rounds, epsilon",
+    [(0.3, 0.3, 3, 0.5), (0.1, 0.05, 10, 0.6), (0.05, 0.05, 40, 0.8)],
+)
+def test_alternating_game_between_lattice_game_and_pure_composition(
+    eps_pure, eps_br, rounds, epsilon
+):
+    # Above a value some adaptive strategy attains (the lattice game), close
+    # to it, and below the optimal composition of both kinds as pure releases
+    # (a bounded-range answer is pure too, so that bound also holds).
+    from dpsklearn.accounting import alternating_delta, two_kind_log_delta
+
+    game = alternating_delta(eps_pure, eps_br, rounds, epsilon)
+    lattice = alternating_lattice_game(eps_pure, eps_br, rounds, epsilon, 32)
+    pure = math.exp(two_kind_log_delta(eps_pure, rounds, eps_br, rounds, epsilon))
+    assert lattice <= game <= pure
+    assert game <= lattice * 1.05
+
+
+def test_alternating_scale_is_certified_and_beats_pure_composition():
+    from dpsklearn.accounting import (
+        alternating_delta,
+        largest_alternating_scale,
+        largest_two_kind_scale,
+    )
+
+    pure = largest_two_kind_scale(1.0, 5.5e-6, 100, 100, 1.0)
+    game = largest_alternating_scale(1.0, 5.5e-6, 100, 1.0, pure)
+    assert alternating_delta(game, game, 100, 1.0) <= 5.5e-6
+    assert alternating_delta(game * 1.002, game * 1.002, 100, 1.0) > 5.5e-6
+    # The exponential mechanism's fallback is bounded range: 26 % more eps0.
+    assert game >= 1.25 * pure
+
+
+def test_alternating_blocks_agree_with_the_direct_game():
+    # Beyond 150 pairs the game runs in blocks of 100 composed through their
+    # profiles: close to the direct game (both upper bounds), below the two
+    # pure kinds.
+    import dpsklearn.accounting._alternating as alternating
+    from dpsklearn.accounting import two_kind_log_delta
+
+    eps0, rounds = 0.0118, 400
+    blocks = alternating.alternating_delta(eps0, eps0, rounds, 1.0)
+    direct = alternating.alternating_delta(eps0, eps0, 150, 1.0)  # direct path
+    assert direct < blocks  # more pairs, more delta
+    saved = alternating.DIRECT_PAIRS
+    try:
+        alternating.DIRECT_PAIRS = 10**9
+        full = alternating.alternating_delta(eps0, eps0, rounds, 1.0)
+    finally:
+        alternating.DIRECT_PAIRS = saved
+    assert abs(blocks / full - 1) < 0.02
+    assert blocks < math.exp(two_kind_log_delta(eps0, rounds, eps0, rounds, 1.0))

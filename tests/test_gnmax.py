@@ -28,7 +28,12 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
 from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
-from dpsklearn.accounting import PrivacyAccountant, PrivacyEvent
+from dpsklearn.accounting import (
+    PrivacyAccountant,
+    PrivacyEvent,
+    discrete_gaussian_delta,
+    gdp_delta,
+)
 from dpsklearn.audit import audit, exact_epsilon
 from dpsklearn.mechanisms import (
     ConfidentGNMaxEngine,
@@ -154,16 +159,67 @@ def test_zcdp_calibration_and_auto(epsilon, delta, m, answers):
         rho * (1 + 1e-9) * math.log(1 / delta)
     ) > epsilon * (1 - 1e-9)
     rdp = calibrate_confident_gnmax(epsilon, delta, m, answers, calibration="rdp")
+    gdp = calibrate_confident_gnmax(epsilon, delta, m, answers, calibration="gdp")
     auto = calibrate_confident_gnmax(epsilon, delta, m, answers)
-    assert auto.rho == max(rdp.rho, zcdp.rho)
-    assert auto.name == "rdp"  # RDP's conversion is tighter here
+    assert auto.rho == max(rdp.rho, zcdp.rho, gdp.rho)
+    # The exact Gaussian composition beats every RDP conversion.
+    assert auto.name == "gdp" and gdp.rho > rdp.rho > zcdp.rho
+
+
+@pytest.mark.parametrize("epsilon, delta, m, answers", CASES)
+def test_gdp_calibration_is_certified_and_tight(epsilon, delta, m, answers):
+    cal = calibrate_confident_gnmax(epsilon, delta, m, answers, calibration="gdp")
+    s1, s2 = cal.sigma_threshold, cal.sigma_argmax
+    groups = [(s1, 1, m), (s2, 1, 2 * answers)]
+    assert discrete_gaussian_delta(epsilon, groups) <= delta
+    assert cal.certified_epsilon <= epsilon
+    # Not loose: 0.01 % less noise is refused (bisection tolerance 1e-6).
+    scaled = [(s * (1 - 1e-4), d, c) for s, d, c in groups]
+    assert discrete_gaussian_delta(epsilon, scaled) > delta
+    # The worst case is exactly mu-GDP for continuous noise (Dong, Roth and
+    # Su 2022): mu^2 = m / s1^2 + 2 A / s2^2 = 2 rho, at delta's own mu.
+    assert math.isclose(2 * cal.rho, m / s1**2 + 2 * answers / s2**2, rel_tol=1e-12)
+    assert gdp_delta(epsilon, math.sqrt(2 * cal.rho)) <= delta
+
+
+@pytest.mark.parametrize("m", [20, 100])
+def test_gnmax_gdp_against_dp_accounting_discrete_gaussian_pld(m):
+    # Independent: dp_accounting's PLD of the discrete Gaussian itself (its
+    # own pmf, truncated at 1e-30), composed 2m times (two counts move per
+    # answer) at a fine discretisation. The pessimistic PLD is an upper and
+    # the optimistic one a lower bound on the true delta; the certified
+    # figure must lie above the lower one and within 3 % of the upper one.
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    sigma, name = gnmax_sigma(1.0, 1e-5, m)
+    assert name == "gdp"
+    certified = discrete_gaussian_delta(1.0, [(sigma, 1, 2 * m)])
+    assert certified <= 1e-5
+    bounds = [
+        pld.from_discrete_gaussian_mechanism(
+            sigma,
+            1,
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-5,
+        )
+        .self_compose(2 * m)
+        .get_delta_for_epsilon(1.0)
+        for pessimistic in (False, True)
+    ]
+    assert bounds[0] <= certified <= 1.03 * bounds[1]
 
 
 def test_gnmax_sigma_and_memoisation():
     sigma, name = gnmax_sigma(1.0, 1e-5, 1000)
-    assert name == "rdp"
-    assert rdp_epsilon([(sigma / SQRT2, 1000)], 1e-5) <= 1.0
-    assert rdp_epsilon([(sigma * (1 - 1e-4) / SQRT2, 1000)], 1e-5) > 1.0
+    assert name == "gdp"
+    rdp_sigma, _ = gnmax_sigma(1.0, 1e-5, 1000, calibration="rdp")
+    assert rdp_epsilon([(rdp_sigma / SQRT2, 1000)], 1e-5) <= 1.0
+    assert rdp_epsilon([(rdp_sigma * (1 - 1e-4) / SQRT2, 1000)], 1e-5) > 1.0
+    # Exact Gaussian composition: sigma about 167 against RDP's 181, 7.8 %
+    # less noise for the same (1, 1e-5) and 1,000 answers.
+    assert sigma <= 0.93 * rdp_sigma
+    assert round(sigma) == 167 and round(rdp_sigma) == 181
+    assert discrete_gaussian_delta(1.0, [(sigma, 1, 2000)]) <= 1e-5
     before = calibrate_confident_gnmax.cache_info().hits
     calibrate_confident_gnmax(2.0, 1e-5, 2000, 500)
     calibrate_confident_gnmax(2.0, 1e-5, 2000, 500)
@@ -332,19 +388,25 @@ def test_estimator_answers_consensus_queries(fitted):
 def test_estimator_fitted_calibration(fitted):
     model, _, _ = fitted
     cal = calibrate_confident_gnmax(8.0, 1e-5, 1000, 500)
-    assert model.calibration_ == "rdp"
+    assert model.calibration_ == "gdp"
     assert model.sigma_threshold_ == cal.sigma_threshold
     assert model.sigma_argmax_ == cal.sigma_argmax
     assert model.max_answers_ == 500 and model.rho_ == cal.rho
     assert model.threshold_ == confident_gnmax_threshold(300, 2, cal.sigma_argmax)
     assert not hasattr(model, "noise_scale_")
-    # the model's own accountant composes the Gaussian events in RDP
-    kinds = {e.kind for e in model.accountant_.events}
-    assert kinds == {"gaussian"}
+    # Calibrated through Gaussian DP, the whole mechanism is one certified
+    # (epsilon, delta): the model's own accountant records it as one event.
+    (event,) = model.accountant_.events
+    assert (event.kind, event.epsilon, event.delta) == ("approximate", 8.0, 1e-5)
     spent_epsilon, spent_delta = model.accountant_.spent
     assert spent_epsilon <= 8.0 and spent_delta <= 1e-5
-    more = PrivacyEvent.gaussian(model.sigma_argmax_, SQRT2, count=10)
-    assert not model.accountant_.can_spend_events([more])
+    assert not model.accountant_.can_spend(0.01)
+    # Calibrated in RDP, its own accountant composes the Gaussian events.
+    rdp = gnmax_model(calibration="rdp").fit(*blobs())
+    assert rdp.calibration_ == "rdp"
+    assert {e.kind for e in rdp.accountant_.events} == {"gaussian"}
+    more = PrivacyEvent.gaussian(rdp.sigma_argmax_, SQRT2, count=10)
+    assert not rdp.accountant_.can_spend_events([more])
 
 
 def test_estimator_halts_after_max_answers():

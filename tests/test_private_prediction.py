@@ -26,7 +26,11 @@ from dpsklearn import (
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
 )
-from dpsklearn.accounting import per_release_epsilon, rdp_epsilon_of_rho, zcdp_epsilon
+from dpsklearn.accounting import (
+    discrete_gaussian_epsilon,
+    per_release_epsilon,
+    zcdp_epsilon,
+)
 from dpsklearn.mechanisms import (
     GridLaplaceRelease,
     SoftMajority,
@@ -640,7 +644,7 @@ def _discrete_gaussian_pmf(sigma):
 @pytest.mark.parametrize(
     "calibration, epsilon, max_queries, used",
     [
-        ("auto", 1.0, 1, "rdp"),  # RDP certifies the smaller sigma here ...
+        ("auto", 1.0, 1, "gdp"),  # the exact Gaussian composition here ...
         ("auto", 7000.0, 100_000, "zcdp"),  # ... and zCDP here
         ("rdp", 1.0, 1000, "rdp"),
         ("zcdp", 1.0, 1000, "zcdp"),
@@ -756,8 +760,10 @@ def test_gnmax_predict_and_predict_proba_read_one_release():
     status = clf.budget_status()
     assert status.query_units_spent == 60
     assert status.n_served == status.n_answered == 60  # distinct rows released
+    # 60 vectors, two counts moving in each, composed exactly (Gaussian DP).
+    assert clf.calibration_ == "gdp"
     assert status.spent[0] == pytest.approx(
-        rdp_epsilon_of_rho(60 / clf.sigma_**2, 1e-5)
+        discrete_gaussian_epsilon(1e-5, [(clf.sigma_, 1, 120)])
     )
     # argmax(predict_proba) == predict, row by row (one release per row).
     all_labels = clf.predict(X[:60])  # free

@@ -46,8 +46,8 @@ def test_unanimous_votes_are_answered_by_the_right_mechanisms():
         assert row["answered"] > 0.999
         assert row["accuracy_answered"] == 1.0
     assert rows[("private_prediction", "zcdp", None)]["accuracy_answered"] > 0.999
-    assert rows[("confident_gnmax", "rdp", 2000)]["answered"] > 0.999
-    assert rows[("gnmax", "rdp", None)]["accuracy_answered"] > 0.999
+    assert rows[("confident_gnmax", "gdp", 2000)]["answered"] > 0.999
+    assert rows[("gnmax", "gdp", None)]["accuracy_answered"] > 0.999
 
 
 def test_tied_votes_are_not_answered_by_the_stability_test():

@@ -144,7 +144,8 @@ def test_rdp_conversion_matches_dp_accounting():
         (100, 3e-6, 2000, 100, 1e-6, 1e-5),
         (10, 1e-3, 50, 0, 0.0, 1e-6),
     ]:
-        curve = n * (math.log(k) / (orders - 1) + orders * c) + f * orders * c_f
+        # log(K + 1): an instance that sees K queries has K + 1 outcomes.
+        curve = n * (math.log(k + 1) / (orders - 1) + orders * c) + f * orders * c_f
         expected, _ = compute(list(orders), list(curve), delta)
         got = rdp_route_epsilon(n, c, k, f, c_f, delta)
         assert got == pytest.approx(expected, rel=1e-12)
@@ -153,14 +154,35 @@ def test_rdp_conversion_matches_dp_accounting():
 # -- the calibrations' guarantees, recomputed --------------------------------------
 @pytest.mark.parametrize("epsilon, T", [(1.0, 100), (2.0, 200), (8.0, 30)])
 def test_laplace_with_fallback_composes_jointly(epsilon, T):
+    from dpsklearn.accounting import alternating_delta
+
+    # A pure fallback: both kinds composed as pure releases (two kinds).
+    pure = calibrate_sparse_vector(
+        epsilon,
+        1e-5,
+        T,
+        "laplace",
+        n_fallbacks=T,
+        fallback_share=0.5,
+        fallback_kind="pure",
+    )
+    eps0 = 1 / pure.threshold_scale + 2 / pure.query_scale
+    assert pure.composition == "joint"
+    log_delta = two_kind_log_delta(eps0, T, pure.fallback_epsilon, T, epsilon)
+    assert log_delta <= math.log(pure.sparse_vector_delta) + 1e-9
+    # The exponential mechanism's fallback (bounded range) follows the
+    # instance it ends: the exact alternating game certifies the pairs.
     cal = calibrate_sparse_vector(
         epsilon, 1e-5, T, "laplace", n_fallbacks=T, fallback_share=0.5
     )
     eps0 = 1 / cal.threshold_scale + 2 / cal.query_scale
+    assert cal.composition == "alternating"
     assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
     assert cal.n_fallbacks == T
-    log_delta = two_kind_log_delta(eps0, T, cal.fallback_epsilon, T, epsilon)
-    assert log_delta <= math.log(cal.sparse_vector_delta) + 1e-9
+    game = alternating_delta(eps0, cal.fallback_epsilon, T, epsilon)
+    assert game <= cal.sparse_vector_delta
+    assert cal.threshold < pure.threshold
+    assert cal.fallback_epsilon > pure.fallback_epsilon
     assert T * difference_tail(
         int(cal.threshold) + 1, cal.query_scale, cal.threshold_scale
     ) <= cal.stability_delta * (1 + 1e-12)
@@ -173,15 +195,22 @@ def test_laplace_with_fallback_composes_jointly(epsilon, T):
 
 
 def test_reference_figures_of_the_issue_at_share_one_half():
-    # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 and each
-    # fallback's epsilon 0.005 -> 0.018.
+    # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 with the two
+    # parts composed as pure releases, 2,375 by the alternating game (the
+    # fallback is bounded range); each fallback's epsilon 0.005 -> 0.018 ->
+    # 0.023.
     exact = calibrate_sparse_vector(
         1.0, 1e-5, 100, "exact", n_fallbacks=100, fallback_share=0.5
     )
+    pure = calibrate_sparse_vector(
+        1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5, fallback_kind="pure"
+    )
     joint = calibrate_sparse_vector(1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5)
     assert round(exact.threshold) == 4886 and exact.fallback_epsilon == 0.005
-    assert joint.name == "laplace" and joint.threshold == 3000
-    assert joint.fallback_epsilon == pytest.approx(0.0184, abs=1e-4)
+    assert pure.name == "laplace" and pure.threshold == 3000
+    assert pure.fallback_epsilon == pytest.approx(0.0184, abs=1e-4)
+    assert joint.name == "laplace" and joint.threshold == 2375
+    assert joint.fallback_epsilon == pytest.approx(0.0233, abs=1e-4)
 
 
 @pytest.mark.parametrize("max_queries", [100, 2000, 200_000])
@@ -191,7 +220,7 @@ def test_gaussian_guarantee_recomputed(max_queries):
     orders = np.geomspace(1.01, 1e6, 20_000)
     # Zhu and Wang (2020), Theorem 8 at sensitivity 1, T instances.
     per_instance = (
-        math.log(max_queries) / (orders - 1)
+        math.log(max_queries + 1) / (orders - 1)
         + orders / cal.threshold_scale**2
         + 2 * orders / cal.query_scale**2
     )
@@ -422,3 +451,119 @@ def test_planner_takes_the_most_teachers_when_nothing_can_pass():
             random_state=0,
         ).fit(X, Y)
     assert model.n_estimators_ == X.shape[0] // 2
+
+
+# -- soft labels: ceil(T/2) fallback slots --------------------------------------------
+@pytest.mark.parametrize("T", range(1, 13))
+def test_at_most_ceil_half_T_double_failures(T):
+    # A failing query adds 1 (shifted pass) or 2 (both fail: a fallback
+    # answer) to c, and the engine halts once c >= T. Over every sequence,
+    # the fallbacks number at most ceil(T/2), and that many can occur.
+    most = 0
+    for steps in itertools.product((1, 2), repeat=T):
+        c = fallbacks = 0
+        for step in steps:
+            if c >= T:
+                break
+            c += step
+            fallbacks += step == 2
+        most = max(most, fallbacks)
+    assert most == math.ceil(T / 2)
+
+
+def test_soft_label_engine_gives_at_most_ceil_half_T_fallbacks():
+    from sklearn.datasets import make_regression
+
+    from dpsklearn import BudgetExhaustedError
+
+    Xr, yr = make_regression(n_samples=400, n_features=3, random_state=0)
+    for T in (5, 6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reg = SoftLabelPrivateRegressor(
+                n_estimators=10,
+                epsilon=0.5,
+                max_unstable=T,
+                fallback="noisy_mean",
+                target_range=(-300, 300),
+                noise_random_state=0,
+            ).fit(Xr, yr)
+        with pytest.raises(BudgetExhaustedError):
+            reg.predict(Xr)
+        engine = reg._serving_state_.engine
+        # Ten teachers' distances are far below w: every query fails both
+        # tests, so the bound is reached, and never passed.
+        assert engine.n_fallback == math.ceil(T / 2)
+        assert reg.privacy_mechanism_.calibration.n_fallbacks == math.ceil(T / 2)
+
+
+@pytest.mark.parametrize("epsilon, T", [(1.0, 100), (2.0, 100), (1.0, 7)])
+def test_soft_label_laplace_pays_ceil_half_T_slots(epsilon, T):
+    # T + 1 instances and ceil(T/2) noisy means composed optimally: the
+    # certificate holds exactly (two kinds of pure releases), and w is lower
+    # than with one slot per instance at the same noisy-mean epsilon ratio.
+    slots = math.ceil(T / 2)
+    common = dict(fallback_share=0.5, fallback_kind="pure")
+    cal = calibrate_sparse_vector(
+        epsilon, 1e-5, T + 1, "laplace", n_fallbacks=slots, **common
+    )
+    loose = calibrate_sparse_vector(
+        epsilon, 1e-5, T + 1, "laplace", n_fallbacks=T + 1, **common
+    )
+    assert cal.n_fallbacks == slots and loose.n_fallbacks == T + 1
+    eps0 = cal.per_instance_epsilon
+    log_delta = two_kind_log_delta(eps0, T + 1, cal.fallback_epsilon, slots, epsilon)
+    assert log_delta <= math.log(cal.sparse_vector_delta)
+    assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
+    assert cal.threshold < loose.threshold
+
+
+# -- rounding: every optimal-composition delta is rounded up --------------------------
+def _exact_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon):
+    """The hockey-stick divergence of the randomized responses, at 60 digits."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        ea, eb, eps = mp.mpf(eps_a), mp.mpf(eps_b), mp.mpf(epsilon)
+        qa, qb = 1 / (1 + mp.e**ea), 1 / (1 + mp.e**eb)
+        total = mp.mpf(0)
+        for i in range(k_a + 1):
+            pi = mp.binomial(k_a, i) * qa**i * (1 - qa) ** (k_a - i)
+            for j in range(k_b + 1):
+                loss = ea * (k_a - 2 * i) + eb * (k_b - 2 * j)
+                if loss > eps:
+                    pj = mp.binomial(k_b, j) * qb**j * (1 - qb) ** (k_b - j)
+                    total += pi * pj * (1 - mp.e ** (eps - loss))
+        return total
+
+
+@pytest.mark.parametrize(
+    "eps_a, k_a, eps_b, k_b, epsilon",
+    [
+        (0.1, 50, 0.1, 50, 1.0),
+        (0.03, 101, 0.05, 51, 1.0),
+        (0.2, 30, 0.07, 60, 0.5),
+        (0.01, 300, 0.02, 150, 1.0),
+        (0.03, 100, 0.0, 0, 1.0),
+    ],
+)
+def test_optimal_composition_deltas_are_rounded_up(eps_a, k_a, eps_b, k_b, epsilon):
+    # Against exact arithmetic at 60 digits: never below, and the stated
+    # margin (about 1e-12 relative at these sizes) is all that is added.
+    import mpmath as mp
+
+    from dpsklearn.accounting import kov_log_delta
+
+    exact = _exact_two_kind_delta(eps_a, k_a, eps_b, k_b, epsilon)
+    ours = mp.e ** mp.mpf(two_kind_log_delta(eps_a, k_a, eps_b, k_b, epsilon))
+    assert exact <= ours <= exact * (1 + 1e-10)
+    if k_b == 0:
+        kov = mp.e ** mp.mpf(kov_log_delta(eps_a, k_a, epsilon))
+        assert exact <= kov <= exact * (1 + 1e-10)
+
+
+def test_alternating_route_at_very_large_epsilon():
+    # Per-release epsilons beyond the game's floating point keep the
+    # two-pure-kinds figure instead of overflowing.
+    cal = calibrate_sparse_vector(5000.0, 1e-5, 10, n_fallbacks=10, fallback_share=0.5)
+    assert cal.admissible and cal.name in ("laplace", "pure", "exact", "paper")

@@ -243,9 +243,9 @@ for name, regime in regimes.items():
                 guide[(*at, "private_prediction", cal, None)]["accuracy_answered"]
                 for cal in ("basic", "zcdp", "rdp")
             ]
-            gnmax = guide[(*at, "gnmax", "rdp", None)]["accuracy_answered"]
+            gnmax = guide[(*at, "gnmax", "gdp", None)]["accuracy_answered"]
             confident = [
-                guide[(*at, "confident_gnmax", "rdp", limit)] for limit in (m, m // 8)
+                guide[(*at, "confident_gnmax", "gdp", limit)] for limit in (m, m // 8)
             ]
             print(
                 f"{name:<20} {epsilon:>3g} {m:>5} | "
@@ -272,8 +272,8 @@ markers = {
     ("private_prediction", "basic"): ("v", "exponential (basic)"),
     ("private_prediction", "zcdp"): ("^", "exponential (zcdp)"),
     ("private_prediction", "rdp"): ("o", "exponential (rdp)"),
-    ("gnmax", "rdp"): ("D", "GNMax (rdp)"),
-    ("confident_gnmax", "rdp"): ("s", "Confident GNMax, each max_answers"),
+    ("gnmax", "gdp"): ("D", "GNMax (gdp)"),
+    ("confident_gnmax", "gdp"): ("s", "Confident GNMax, each max_answers"),
 }
 colours = {
     (epsilon, m): f"C{i}"
@@ -391,8 +391,8 @@ print(
 )
 shown = [
     ("private_prediction", "rdp", None),
-    ("gnmax", "rdp", None),
-    ("confident_gnmax", "rdp", 1000),
+    ("gnmax", "gdp", None),
+    ("confident_gnmax", "gdp", 1000),
 ]
 direct, private = (
     {

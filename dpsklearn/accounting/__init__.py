@@ -6,6 +6,8 @@
   :class:`ApproximateEvent`).
 * :mod:`._composition` -- closed forms: advanced (DRV), optimal (KOV) and
   zero-concentrated composition and their conversions.
+* :mod:`._discrete_gaussian` -- the exact composition of discrete Gaussian
+  releases through Gaussian DP.
 * :mod:`._bounded_range` -- the exact adaptive composition of
   bounded-range (exponential-mechanism) releases, computed from above.
 * :mod:`._composer` -- a list of events composed under basic, advanced,
@@ -25,17 +27,33 @@ accountants and privacy filters", and ``docs/accounting_theory.rst``.
 """
 
 from ._accountant import PrivacyAccountant
+from ._alternating import alternating_delta, largest_alternating_scale
 from ._base import BaseAccountant, BudgetStore, ModelRecord
 from ._bounded_range import bounded_range_delta, bounded_range_max_epsilon0
 from ._composer import COMPOSITIONS, FILTER_VALID
 from ._composition import (
+    cks_epsilon,
+    cks_rho,
     drv_epsilon,
+    drv_epsilon_unchecked,
     kov_delta,
     kov_epsilon,
+    kov_epsilon_unchecked,
+    kov_log_delta,
     kov_max_epsilon0,
+    kov_max_epsilon0_unchecked,
+    largest_certified,
+    largest_rdp_rho,
     rdp_epsilon_of_rho,
+    rho_to_epsilon,
     zcdp_epsilon,
     zcdp_rho,
+)
+from ._discrete_gaussian import (
+    MIN_DISCRETE_GAUSSIAN_SIGMA,
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
+    gdp_delta,
 )
 from ._events import (
     ApproximateEvent,
@@ -45,18 +63,26 @@ from ._events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
+    dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
+from ._optimal_composition import (
+    largest_two_kind_scale,
+    two_kind_epsilon,
+    two_kind_log_delta,
+)
 from ._split import (
     PER_RELEASE_CALIBRATIONS,
     compose_epsilon,
     max_events,
     per_release_epsilon,
+    per_release_spent,
 )
 
 __all__ = [
     "COMPOSITIONS",
     "FILTER_VALID",
+    "MIN_DISCRETE_GAUSSIAN_SIGMA",
     "PER_RELEASE_CALIBRATIONS",
     "ApproximateEvent",
     "BaseAccountant",
@@ -71,16 +97,35 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "PureEvent",
+    "alternating_delta",
     "bounded_range_delta",
     "bounded_range_max_epsilon0",
+    "cks_epsilon",
+    "cks_rho",
     "compose_epsilon",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_epsilon",
+    "dp_accounting",
     "drv_epsilon",
+    "drv_epsilon_unchecked",
+    "gdp_delta",
     "kov_delta",
     "kov_epsilon",
+    "kov_epsilon_unchecked",
+    "kov_log_delta",
     "kov_max_epsilon0",
+    "kov_max_epsilon0_unchecked",
+    "largest_alternating_scale",
+    "largest_certified",
+    "largest_rdp_rho",
+    "largest_two_kind_scale",
     "max_events",
     "per_release_epsilon",
+    "per_release_spent",
     "rdp_epsilon_of_rho",
+    "rho_to_epsilon",
+    "two_kind_epsilon",
+    "two_kind_log_delta",
     "zcdp_epsilon",
     "zcdp_rho",
 ]

@@ -56,11 +56,16 @@ class PrivacyAccountant(BaseAccountant):
     accountant a model creates for itself pickles with the model; each copy
     then carries its own remaining budget.
 
-    The filter rule. Under ``"zcdp"``, once a shared accountant records an
-    approximate ``(epsilon, delta)`` event (a sparse vector instance
-    reserved as a whole), its total falls back to basic composition, as a
-    :class:`~dpsklearn.PrivacyLedger`'s does: carrying such events beside
-    ``rho`` holds only for a sequence of mechanisms fixed in advance.
+    The filter rule. Under ``"zcdp"`` a shared accountant reports and checks
+    ``min(basic, zcdp)`` only while every event is pure; once an event with
+    ``delta > 0`` and a ``rho`` (a Gaussian release with a stated ``(epsilon,
+    delta)``) is recorded or offered, it composes by ``rho`` alone; once an
+    approximate ``(epsilon, delta)`` event without a ``rho`` (a sparse vector
+    instance reserved as a whole) is recorded, its total falls back to basic
+    composition, as a :class:`~dpsklearn.PrivacyLedger`'s does: carrying such
+    events beside ``rho`` holds only for a sequence of mechanisms fixed in
+    advance. The ``rho`` total converts at its best Renyi order (Canonne,
+    Kamath and Steinke 2020, Proposition 12).
 
     Examples
     --------
@@ -70,7 +75,7 @@ class PrivacyAccountant(BaseAccountant):
     >>> acc.remaining
     (0.6, 1e-05)
     >>> tight = PrivacyAccountant(epsilon=1.0, delta=1e-6, composition="zcdp")
-    >>> tight.spend_events([BoundedRangeEvent(0.05, count=55)])
+    >>> tight.spend_events([BoundedRangeEvent(0.05, count=77)])
     >>> tight.can_spend_events([BoundedRangeEvent(0.05)])
     False
     """

@@ -35,7 +35,10 @@ discretisation that can only overstate ``delta`` (``docs/accounting_theory.rst``
 * the result is inflated by a relative floating-point slack.
 
 :func:`bounded_range_max_epsilon0` inverts it in ``eps0``. The work is
-``O(k^1.5 grid^2)``; at ``k = 1000`` one evaluation takes about a second.
+``O(k^1.5 grid^2)``; at ``k = 1000`` one evaluation takes about 0.3 s.
+Beyond ``DIRECT_MAX`` releases the game is played on blocks and the blocks
+composed through their privacy profile (:mod:`._bounded_range_blocks`), at
+the cost of one block at any ``k``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ __all__ = ["bounded_range_delta", "bounded_range_max_epsilon0"]
 
 #: Grid cells per ``eps0`` of the loss grid (``docs/accounting_theory.rst``).
 DEFAULT_GRID = 8
+#: Up to this many releases the game is played directly; beyond, in blocks
+#: of at most :data:`~._bounded_range_blocks.BLOCK` composed as a product
+#: (:mod:`._bounded_range_blocks`).
+DIRECT_MAX = 1500
 # Nodes whose chance of being reached (or whose tail bound) is below this
 # share of the target delta lie outside the computed window.
 _TAIL_SHARE = 1e-4
@@ -100,6 +107,89 @@ def game_work(eps0, k, epsilon, delta, grid=DEFAULT_GRID):
     return k * (i_max - i_min + 1) * grid
 
 
+class _Cells:
+    """The supremum over ``t`` of one round on the chord functions, per node.
+
+    Row ``c`` of ``up`` (``low``) holds ``V_{j-1}`` at ``x + c h``
+    (``x - eps0 + c h``), ``c = 0..grid``, for each node ``x`` (a column).
+    The cell ends ``t = c h`` land on nodes: no interpolation. Inside cell
+    ``c`` both points move along one chord each, by the same fraction; in
+    ``s = e^t`` the value is ``K0 + K1 s + K2 / s``, which can peak inside
+    the cell only when ``K1, K2 < 0``, at ``s = sqrt(K2 / K1)``: both the
+    ends and that point are evaluated, so no ``t`` is missed.
+    """
+
+    def __init__(self, eps0, grid):
+        h = eps0 / grid
+        cells = np.arange(grid, dtype=np.float64)
+        q_end = np.expm1(np.arange(grid + 1) * h) / math.expm1(eps0)  # 1 - p(t)
+        self.p_end, self.q_end = (1.0 - q_end)[:, None], q_end[:, None]
+        self.em1h = math.expm1(-h)
+        self.inv_em1h = 1.0 / self.em1h
+        self.e_eps0 = math.exp(eps0)
+        self.s_lo_col = np.exp(cells * h)[:, None]
+        # s^2 = K2 / K1 = -(k2 / k1) e^(c h); its range in cell c.
+        self.s2_scale = -self.s_lo_col
+        self.s2_lo = np.exp(2 * cells * h)[:, None]
+        self.s2_hi = np.exp(2 * (cells + 1) * h)[:, None]
+        self.inv_em1 = 1.0 / math.expm1(eps0)
+
+    def best(self, up, low):
+        best = np.max(up * self.p_end + low * self.q_end, axis=0)
+        a1, d1 = up[:-1], np.diff(up, axis=0)
+        a2, d2 = low[:-1], np.diff(low, axis=0)
+        k2 = d1 * self.e_eps0 - d2  # K2 = k2 * e^(c h) / em1h, and em1h < 0
+        k1 = (a2 - a1) * (-self.em1h) + (d2 - d1)  # K1 * (-em1h)
+        hump = (k2 > 0) & (k1 < 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s2 = k2 / k1  # K2 / K1 = -(k2 / k1) e^(c h)
+        s2 *= self.s2_scale
+        np.clip(s2, self.s2_lo, self.s2_hi, out=s2)  # s^2 inside the cell
+        s = np.sqrt(s2, out=s2)
+        phi = self.s_lo_col / s  # e^-(t - c h)
+        phi -= 1.0
+        phi *= self.inv_em1h  # chord fraction, in [0, 1]
+        q_t = s
+        q_t -= 1.0
+        q_t *= self.inv_em1  # 1 - p(t)
+        d1 *= phi
+        d1 += a1  # V_{j-1} at x + t, on its chord
+        d2 *= phi
+        d2 += a2  # V_{j-1} at x + t - eps0
+        d2 *= q_t
+        q_t -= 1.0
+        d1 *= q_t
+        d2 -= d1  # (1 - q) upper + q lower
+        np.maximum(best, np.max(d2, axis=0, where=hump, initial=0.0), out=best)
+        return best
+
+
+def _one_round(values, cells, grid, a, b, padded, upper, lower):
+    """``max over t`` at the nodes ``a..b`` of one round before ``values``.
+
+    ``V_{j-1}`` beyond the grid: below the first node its value there
+    (it is non-decreasing), above the last node 1; both upper bounds.
+    """
+    n_nodes = values.size
+    padded[:grid] = values[0]
+    padded[grid : grid + n_nodes] = values
+    padded[grid + n_nodes :] = 1.0
+    n_rows = b - a + 1
+    for c in range(grid + 1):
+        upper[c, :n_rows] = padded[a + grid + c : a + grid + c + n_rows]
+        lower[c, :n_rows] = padded[a + c : a + c + n_rows]
+    return np.minimum(cells.best(upper[:, :n_rows], lower[:, :n_rows]), 1.0)
+
+
+def _delta(eps0, k, epsilon, grid, delta_hint):
+    """Upper bound on the adaptive ``delta``: the game, directly or in blocks."""
+    if k <= DIRECT_MAX:
+        return _game(eps0, k, epsilon, grid, delta_hint)
+    from ._bounded_range_blocks import blocks_delta
+
+    return blocks_delta(eps0, k, epsilon, grid)
+
+
 def _game(eps0, k, epsilon, grid, delta_hint):
     """Upper bound on ``V_k(0)``, the adaptive ``delta`` at ``epsilon``."""
     h = eps0 / grid
@@ -127,20 +217,7 @@ def _game(eps0, k, epsilon, grid, delta_hint):
     n_nodes = x.size
     with np.errstate(over="ignore"):
         values = np.maximum(-np.expm1(epsilon - x), 0.0)  # V_0, exact at the nodes
-
-    # p(t) at the cell ends t = c h (c = 0..grid), and the cells' own figures.
-    cells = np.arange(grid, dtype=np.float64)
-    q_end = np.expm1(np.arange(grid + 1) * h) / math.expm1(eps0)  # 1 - p(t)
-    p_end = 1.0 - q_end
-    p_end, q_end = p_end[:, None], q_end[:, None]
-    em1h = math.expm1(-h)
-    inv_em1h = 1.0 / em1h
-    e_eps0 = math.exp(eps0)
-    s_lo_col = np.exp(cells * h)[:, None]
-    # s^2 = K2 / K1 = -(k2 / k1) e^(c h); its range in cell c.
-    s2_scale = -s_lo_col
-    s2_lo, s2_hi = np.exp(2 * cells * h)[:, None], np.exp(2 * (cells + 1) * h)[:, None]
-    inv_em1 = 1.0 / math.expm1(eps0)
+    cells = _Cells(eps0, grid)
     padded = np.empty(n_nodes + 2 * grid + 1)
     upper = np.empty((grid + 1, n_nodes))
     lower = np.empty((grid + 1, n_nodes))
@@ -150,60 +227,16 @@ def _game(eps0, k, epsilon, grid, delta_hint):
         lo = max(reach_lo, zero_below(j), tail_below(j))
         a = max(0, math.floor((lo - x[0]) / h) - 1)
         b = min(n_nodes - 1, math.ceil((reach_hi - x[0]) / h) + 1)
-        # V_{j-1} beyond the grid: below the first node its value there
-        # (monotone), above the last node 1.
-        padded[:grid] = values[0]
-        padded[grid : grid + n_nodes] = values
-        padded[grid + n_nodes :] = 1.0
-        n_rows = b - a + 1
         new = np.empty_like(values)
         new[:a] = np.minimum(_zcdp_tail(j * rho1, epsilon - x[:a]), 1.0)
         new[max(a, b + 1) :] = 1.0
         # Exactly zero where j rounds cannot pass epsilon (with a margin
         # against rounding of the node positions).
         new[x < zero_below(j) - 1e-9 * h] = 0.0
-        if n_rows <= 0:  # nothing reachable lies between the two bounds
-            values = new
-            continue
-        # Row c, column r: V_{j-1} at x + c h (upper) and at x - eps0 + c h
-        # (lower), for the window's node x = x[a + r], c = 0..grid.
-        for c in range(grid + 1):
-            upper[c, :n_rows] = padded[a + grid + c : a + grid + c + n_rows]
-            lower[c, :n_rows] = padded[a + c : a + c + n_rows]
-        up, low = upper[:, :n_rows], lower[:, :n_rows]
-        # The cell ends t = c h land on nodes: no interpolation.
-        best = np.max(up * p_end + low * q_end, axis=0)
-        # Inside cell c both points move along one chord each, by the same
-        # fraction; in s = e^t the value is K0 + K1 s + K2 / s, which can
-        # peak inside the cell only when K1, K2 < 0, at s = sqrt(K2 / K1).
-        a1, d1 = up[:-1], np.diff(up, axis=0)
-        a2, d2 = low[:-1], np.diff(low, axis=0)
-        k2 = d1 * e_eps0 - d2  # K2 = k2 * e^(c h) / em1h, and em1h < 0
-        k1 = (a2 - a1) * (-em1h) + (d2 - d1)  # K1 * (-em1h)
-        hump = (k2 > 0) & (k1 < 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s2 = k2 / k1  # K2 / K1 = -(k2 / k1) e^(c h)
-        s2 *= s2_scale
-        np.clip(s2, s2_lo, s2_hi, out=s2)  # s^2 inside the cell
-        s = np.sqrt(s2, out=s2)
-        phi = s_lo_col / s  # e^-(t - c h)
-        phi -= 1.0
-        phi *= inv_em1h  # chord fraction, in [0, 1]
-        q_t = s
-        q_t -= 1.0
-        q_t *= inv_em1  # 1 - p(t)
-        d1 *= phi
-        d1 += a1  # V_{j-1} at x + t, on its chord
-        d2 *= phi
-        d2 += a2  # V_{j-1} at x + t - eps0
-        d2 *= q_t
-        q_t -= 1.0
-        d1 *= q_t
-        d2 -= d1  # (1 - q) upper + q lower
-        np.maximum(best, np.max(d2, axis=0, where=hump, initial=0.0), out=best)
-        window = np.minimum(best, 1.0)
-        window[x[a : b + 1] < zero_below(j) - 1e-9 * h] = 0.0
-        new[a : b + 1] = window
+        if b >= a:  # else nothing reachable lies between the two bounds
+            window = _one_round(values, cells, grid, a, b, padded, upper, lower)
+            window[x[a : b + 1] < zero_below(j) - 1e-9 * h] = 0.0
+            new[a : b + 1] = window
         values = new
     delta = float(values[-i_min])
     # Every value is a sum of non-negative terms: rounding is relative.
@@ -228,7 +261,10 @@ def bounded_range_delta(eps0, k, epsilon, *, grid=DEFAULT_GRID):
     value of Dong, Durfee and Rogers' (2020) game; this computes it on a
     grid of ``grid`` cells per ``eps0`` from above, so the result is never
     below the true delta (``docs/accounting_theory.rst``). Finer grids are
-    tighter and slower (work grows as ``grid^2``).
+    tighter and slower (work grows as ``grid^2``). Beyond ``DIRECT_MAX =
+    1500`` releases the game is played on blocks of at most 1,000, whose
+    privacy profile is composed exactly (about 1.5 % more delta at 20,000
+    releases; well under a second at any ``k``).
 
     Parameters
     ----------
@@ -261,7 +297,7 @@ def bounded_range_delta(eps0, k, epsilon, *, grid=DEFAULT_GRID):
     eps0, epsilon = float(eps0), float(epsilon)
     if eps0 == 0 or k * eps0 <= epsilon:
         return 0.0
-    return _game(eps0, int(k), epsilon, int(grid), delta_hint=1e-12)
+    return _delta(eps0, int(k), epsilon, int(grid), delta_hint=1e-12)
 
 
 @validate_params(
@@ -322,7 +358,7 @@ def _max_epsilon0(epsilon, delta, k, grid, rtol):
             return -math.inf
         if eps0 > 700.0:  # e^eps0 overflows; one such release is not private
             return math.inf
-        value = _game(eps0, k, epsilon, grid, delta_hint=delta)
+        value = _delta(eps0, k, epsilon, grid, delta_hint=delta)
         return (math.log(value) if value > 0 else -math.inf) - log_target
 
     # Newton steps on log(delta) against log(eps0), from the RDP split made
@@ -356,3 +392,7 @@ def _max_epsilon0(epsilon, delta, k, grid, rtol):
             step = 0.5 * (lo + hi) if math.isfinite(hi) else lo + 0.1
         x = step
     return math.exp(lo)
+
+
+bounded_range_max_epsilon0.cache_clear = _max_epsilon0.cache_clear
+bounded_range_max_epsilon0.cache_info = _max_epsilon0.cache_info

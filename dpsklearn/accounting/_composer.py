@@ -16,13 +16,22 @@ privacy filters"), so a *shared* composer applies one rule, for the
 accountant and the ledger alike:
 
 * only ``"basic"`` (Rogers, Roth, Ullman and Vadhan 2016) and ``"zcdp"``
-  (the zCDP filter of Feldman and Zrnic 2021, with ``min(basic, zcdp)``
-  valid for pure events) are accepted; ``"advanced"``, ``"pld"`` and
-  ``"rdp"`` (whose best order is chosen after the fact) are refused;
-* under ``"zcdp"``, once an approximate ``(epsilon, delta)`` event is
-  recorded the whole total falls back to basic composition, because the
-  ``rho`` budget left beside such events would depend on adaptively chosen
-  events.
+  (the zCDP filter of Feldman and Zrnic 2021) are accepted; ``"advanced"``,
+  ``"pld"`` and ``"rdp"`` (whose best order is chosen after the fact) are
+  refused;
+* under ``"zcdp"``, ``min(basic, zcdp)`` is offered only while every
+  recorded and offered event is pure (``delta_i = 0``, a pointwise loss
+  bound): the coupling argument behind the minimum needs it. Once an event
+  with ``delta_i > 0`` and a ``rho`` (a Gaussian release with a stated
+  ``(epsilon, delta)``) is in the total, it is composed by ``rho`` alone;
+* under ``"zcdp"``, once an approximate ``(epsilon, delta)`` event (one with
+  no ``rho``) is in the total, the whole total falls back to basic
+  composition, because the ``rho`` budget left beside such events would
+  depend on adaptively chosen events.
+
+The ``rho`` total converts at the best Renyi order (Canonne, Kamath and
+Steinke 2020, Proposition 12; :func:`cks_epsilon`), which the filter allows:
+it holds the curve ``alpha * rho_B`` at every order at once.
 
 Within one fit, where every event is known in advance, any composition
 applies.
@@ -33,7 +42,7 @@ from __future__ import annotations
 import copy
 import math
 
-from ._composition import zcdp_epsilon
+from ._composition import cks_epsilon
 from ._events import ApproximateEvent, dp_accounting
 
 __all__ = ["COMPOSITIONS", "FILTER_VALID", "Composer", "check_composition"]
@@ -161,16 +170,36 @@ class Composer:
     def has_approximate(self):
         return any(isinstance(r, ApproximateEvent) for r in self.release_counts)
 
+    def has_positive_delta(self):
+        return any(r.delta > 0 for r in self.release_counts)
+
     def in_use(self):
         """The composition the figures are computed under (the filter rule)."""
         if self.shared and self.composition == "zcdp" and self.has_approximate():
             return "basic"
         return self.composition
 
+    def basic_offered(self):
+        """Whether ``min(basic, composition in use)`` may be taken.
+
+        Within one fit (not shared) the events are fixed in advance, and two
+        valid certificates of one mechanism give their minimum. Across fits
+        the minimum rests on a coupling: runs that end within the basic
+        budget have loss at most epsilon *pointwise*, which holds only when
+        every event is pure (``docs/design.rst``, "Shared accountants and
+        privacy filters"). With an event of ``delta > 0`` in the total, a
+        shared zCDP budget composes by ``rho`` alone.
+        """
+        if not self.shared or self.in_use() == "basic":
+            return True
+        return not self.has_positive_delta()
+
     def describe(self):
         """The composition in use, said for reports and errors."""
         if self.in_use() != self.composition:
             return "basic (zcdp with approximate events)"
+        if not self.basic_offered():
+            return "zcdp (rho alone: an event has delta > 0)"
         return self.composition
 
     # -- figures -------------------------------------------------------------
@@ -233,7 +262,7 @@ class Composer:
             return math.inf
         if composition == "zcdp":
             rho = math.fsum(r.unit_rho() * self.release_counts[r] for r in tight)
-            return zcdp_epsilon(rho, conversion_delta) + approx_eps
+            return cks_epsilon(rho, conversion_delta) + approx_eps
         if composition != self.composition:
             raise ValueError("rdp / pld figures need a composer built for them.")
         epsilon = float(self._dp_accountant().get_epsilon(conversion_delta))
@@ -255,20 +284,28 @@ class Composer:
         return math.sqrt(2.0 * math.log(1.0 / slack) * sum_sq) + drift
 
     def epsilon_at(self, delta):
-        """``min(basic, composition in use)`` epsilon at ``delta`` (memoised)."""
+        """``min(basic, composition in use)`` epsilon at ``delta`` (memoised).
+
+        The composition in use alone when :meth:`basic_offered` is False.
+        """
         if delta not in self._memo:
-            basic = self.basic_epsilon_at(delta)
             if self.in_use() == "basic":
-                value = basic
+                value = self.basic_epsilon_at(delta)
+            elif not self.basic_offered():
+                value = self.tight_epsilon_at(delta)
             else:
-                value = min(basic, self.tight_epsilon_at(delta))
+                value = min(self.basic_epsilon_at(delta), self.tight_epsilon_at(delta))
             self._memo[delta] = value
         return self._memo[delta]
 
     def fits(self, epsilon, delta):
         basic_epsilon, basic_delta = self.basic()
-        # Fast path: min(basic, chosen) <= basic.
-        if delta_fits(basic_delta, delta) and epsilon_fits(basic_epsilon, epsilon):
+        # Fast path: min(basic, chosen) <= basic, where the minimum is offered.
+        if (
+            self.basic_offered()
+            and delta_fits(basic_delta, delta)
+            and epsilon_fits(basic_epsilon, epsilon)
+        ):
             return True
         if self.in_use() == "basic":
             return False
@@ -280,6 +317,8 @@ class Composer:
         if self.in_use() == "basic" or not self.release_counts:
             return basic_epsilon, basic_delta
         tight = self.epsilon_at(delta_budget)
+        if not self.basic_offered():
+            return tight, delta_budget
         if delta_fits(basic_delta, delta_budget) and basic_epsilon <= tight:
             return basic_epsilon, basic_delta
         # A tight conversion states its epsilon at the budget's delta.

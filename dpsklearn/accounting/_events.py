@@ -55,7 +55,14 @@ __all__ = [
 
 @functools.cache
 def dp_accounting():
-    """Google's ``dp_accounting``, imported on first use (about two seconds)."""
+    """Google's ``dp_accounting``, imported on first use (about two seconds).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import dp_accounting
+    >>> hasattr(dp_accounting(), "rdp")
+    True
+    """
     import dp_accounting as dpa
 
     return dpa

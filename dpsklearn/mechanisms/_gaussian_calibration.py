@@ -10,7 +10,14 @@ data-independent: the worst case charges every one of ``m`` threshold checks
 and every allowed answer, ``rho = m/(2 sigma1^2) + A/sigma2^2``, and the
 calibration finds the largest ``rho`` that the chosen conversion certifies
 within ``(epsilon, delta)`` (``docs/design.rst``, "GNMax and
-Confident-GNMax").
+Confident-GNMax"):
+
+* ``"gdp"``: the exact composition of the discrete Gaussian releases through
+  Gaussian DP (Dong, Roth and Su 2022), read at ``epsilon - kappa`` for the
+  lattice (:func:`~dpsklearn.accounting.discrete_gaussian_delta`,
+  ``docs/accounting_theory.rst``), the tightest;
+* ``"rdp"``: dp_accounting's RDP accountant on the curve ``alpha * rho``;
+* ``"zcdp"``: ``rho + 2 sqrt(rho ln(1/delta))`` (Bun and Steinke 2016).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from .._validation import (
     OPEN_UNIT,
     validate_params,
 )
-from ..accounting._composition import (
+from ..accounting import (
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
     largest_certified,
     rdp_epsilon_of_rho,
     zcdp_epsilon,
@@ -38,12 +47,13 @@ __all__ = [
     "GAUSSIAN_CALIBRATIONS",
     "GaussianCalibration",
     "calibrate_confident_gnmax",
+    "gaussian_spent",
     "gnmax_sigma",
     "largest_gaussian_rho",
 ]
 
 #: Calibrations of the Gaussian mechanisms, in order of preference on ties.
-GAUSSIAN_CALIBRATIONS = ("rdp", "zcdp")
+GAUSSIAN_CALIBRATIONS = ("rdp", "zcdp", "gdp")
 
 
 @dataclass(frozen=True)
@@ -52,9 +62,11 @@ class GaussianCalibration:
 
     Attributes
     ----------
-    name : {"rdp", "zcdp"}
+    name : {"rdp", "zcdp", "gdp"}
         The conversion that certified the total: dp_accounting's RDP
-        accountant, or zCDP with ``epsilon = rho + 2 sqrt(rho ln(1/delta))``.
+        accountant, zCDP with ``epsilon = rho + 2 sqrt(rho ln(1/delta))``, or
+        the exact composition of the discrete Gaussian releases through
+        Gaussian DP (:func:`~dpsklearn.accounting.discrete_gaussian_delta`).
     epsilon, delta : float
         The total budget.
     max_queries : int
@@ -79,7 +91,7 @@ class GaussianCalibration:
     >>> from dpsklearn.mechanisms import calibrate_confident_gnmax
     >>> cal = calibrate_confident_gnmax(8.0, 1e-5, 2000, 2000)
     >>> cal.name, bool(cal.certified_epsilon <= 8.0)
-    ('rdp', True)
+    ('gdp', True)
     """
 
     name: str
@@ -108,26 +120,72 @@ def _gaussian_sigmas(rho, m, answers, threshold_share):
     return sigma1, sigma2
 
 
+def _vote_groups(rho, m, answers, share):
+    """The discrete Gaussian releases of the worst case at a total ``rho``.
+
+    As ``(sigma, shift, count)`` groups of unit lattice moves: each noisy
+    argmax releases a count vector of which two coordinates move by one
+    (``2 * answers`` unit moves at ``sigma2``), each threshold check the
+    largest count, which moves by at most one (``m`` at ``sigma1``).
+    """
+    sigma1, sigma2 = _gaussian_sigmas(rho, m, answers, share)
+    groups = [(sigma2, 1, 2 * answers)]
+    if sigma1 is not None:
+        groups.append((sigma1, 1, m))
+    return groups
+
+
+def _largest_rho(name, epsilon, delta, rtol, groups_of):
+    """The largest total ``rho`` the conversion ``name`` certifies, and its epsilon.
+
+    Every Gaussian release of L2 sensitivity ``s`` and noise ``sigma`` is
+    ``s^2/(2 sigma^2)``-zCDP with that exact Renyi curve (discrete noise:
+    Canonne, Kamath and Steinke 2020), so ``"rdp"`` and ``"zcdp"`` certify a
+    total ``rho`` whatever the releases; ``"gdp"`` certifies the releases
+    themselves, ``groups_of(rho)`` (:func:`discrete_gaussian_delta`).
+    """
+    if name == "zcdp":
+        rho = zcdp_rho(epsilon, delta) * (1.0 - 1e-12)  # safe side of rounding
+        return rho, zcdp_epsilon(rho, delta)
+    if name == "rdp":
+        rho = largest_certified(lambda r: rdp_epsilon_of_rho(r, delta), epsilon, rtol)
+        return rho, rdp_epsilon_of_rho(rho, delta)
+
+    def certify(r):
+        # Increasing in r, and <= epsilon exactly when delta is certified.
+        return epsilon * discrete_gaussian_delta(epsilon, groups_of(r)) / delta
+
+    rho = largest_certified(certify, epsilon, rtol)
+    return rho, discrete_gaussian_epsilon(delta, groups_of(rho))
+
+
+def gaussian_spent(name, delta, rho, groups):
+    """``(epsilon, delta)`` of Gaussian releases under a calibration's conversion.
+
+    ``rho`` is their zCDP total and ``groups`` their discrete Gaussian
+    releases (``(sigma, shift, count)``, :func:`discrete_gaussian_delta`).
+    """
+    if rho <= 0:
+        return 0.0, 0.0
+    if name == "gdp":
+        return discrete_gaussian_epsilon(delta, groups), delta
+    if name == "zcdp":
+        return zcdp_epsilon(rho, delta), delta
+    return rdp_epsilon_of_rho(rho, delta), delta
+
+
 @functools.lru_cache(maxsize=1024)
 def _calibrate_gaussian_cached(epsilon, delta, m, answers, share, calibration, rtol):
     names = GAUSSIAN_CALIBRATIONS if calibration == "auto" else (calibration,)
     best = None
     for name in names:
-        # Whatever the share, the worst case totals rho and its RDP curve is
-        # alpha * rho (a Gaussian of L2 sensitivity s and noise sigma is
-        # s^2/(2 sigma^2)-zCDP, with that exact Renyi curve): each conversion
-        # certifies the largest rho within epsilon.
-        if name == "zcdp":
-            rho = zcdp_rho(epsilon, delta) * (1.0 - 1e-12)  # safe side of rounding
-
-            def certify(r):
-                return zcdp_epsilon(r, delta)
-        else:
-
-            def certify(r):
-                return rdp_epsilon_of_rho(r, delta)
-
-            rho = largest_certified(certify, epsilon, rtol)
+        rho, certified = _largest_rho(
+            name,
+            epsilon,
+            delta,
+            rtol,
+            lambda r: _vote_groups(r, m, answers, share),
+        )
         sigma1, sigma2 = _gaussian_sigmas(rho, m, answers, share)
         candidate = GaussianCalibration(
             name=name,
@@ -138,7 +196,7 @@ def _calibrate_gaussian_cached(epsilon, delta, m, answers, share, calibration, r
             sigma_threshold=sigma1,
             sigma_argmax=sigma2,
             rho=rho,
-            certified_epsilon=certify(rho),
+            certified_epsilon=certified,
         )
         if best is None or candidate.rho > best.rho:
             best = candidate
@@ -185,13 +243,19 @@ def calibrate_confident_gnmax(
     and RDP ``alpha * rho`` at every order ``alpha``. A share
     ``threshold_share`` of ``rho`` goes to the threshold checks.
 
+    ``"gdp"`` composes the discrete Gaussian releases exactly through
+    Gaussian DP (Dong, Roth and Su 2022), with the lattice correction of
+    :func:`~dpsklearn.accounting.discrete_gaussian_delta` (the number of
+    argmaxes depends on the data, but the run is a post-processing of one
+    that always makes ``m`` checks and ``max_answers`` argmaxes, in an
+    adaptive order: ``docs/design.rst``, "GNMax and Confident-GNMax");
     ``"rdp"`` composes those Gaussian events in dp_accounting's
-    :class:`RdpAccountant` (replace-one sensitivities) and
-    finds the largest ``rho`` it certifies within ``(epsilon, delta)`` by
-    bisection (relative tolerance ``rtol`` on ``rho``, returned from the safe
-    side); ``"zcdp"`` uses ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun
-    and Steinke 2016) in closed form; ``"auto"`` takes the one with the
-    larger ``rho`` (smaller noise), nearly always ``"rdp"``.
+    :class:`RdpAccountant` (replace-one sensitivities); each finds the
+    largest ``rho`` it certifies within ``(epsilon, delta)`` by bisection
+    (relative tolerance ``rtol`` on ``rho``, returned from the safe side);
+    ``"zcdp"`` uses ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun and
+    Steinke 2016) in closed form; ``"auto"`` takes the one with the larger
+    ``rho`` (smaller noise), nearly always ``"gdp"``.
 
     Parameters
     ----------
@@ -205,7 +269,7 @@ def calibrate_confident_gnmax(
     max_answers : int
         Noisy argmaxes the model pays for (it halts after that many
         answers), in ``[1, max_queries]``.
-    calibration : {"auto", "rdp", "zcdp"}, default="auto"
+    calibration : {"auto", "gdp", "rdp", "zcdp"}, default="auto"
     threshold_share : float, default=0.5
         Share of ``rho`` spent on the threshold checks, in (0, 1).
     rtol : float, default=1e-6
@@ -229,7 +293,7 @@ def calibrate_confident_gnmax(
     >>> from dpsklearn.mechanisms import calibrate_confident_gnmax
     >>> cal = calibrate_confident_gnmax(2.0, 1e-5, 2000, 500)
     >>> cal.name, round(cal.sigma_threshold), round(cal.sigma_argmax)
-    ('rdp', 136, 96)
+    ('gdp', 126, 89)
     """
     if max_answers > max_queries:
         raise ValueError(
@@ -269,7 +333,8 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
     One record moves one vote, L2 sensitivity ``sqrt(2)``, so each answer is
     ``1/sigma^2``-zCDP and ``m`` answers ``rho = m / sigma^2``; the largest
     ``rho`` within ``(epsilon, delta)`` is found as in
-    :func:`calibrate_confident_gnmax` (dp_accounting RDP, or zCDP).
+    :func:`calibrate_confident_gnmax` (Gaussian DP, dp_accounting RDP, or
+    zCDP).
 
     Parameters
     ----------
@@ -279,7 +344,7 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
         Total delta, in (0, 1).
     max_queries : int
         ``m``, >= 1 (part of the guarantee).
-    calibration : {"auto", "rdp", "zcdp"}, default="auto"
+    calibration : {"auto", "gdp", "rdp", "zcdp"}, default="auto"
     rtol : float, default=1e-6
 
     Returns
@@ -293,7 +358,7 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
     >>> from dpsklearn.mechanisms import gnmax_sigma
     >>> sigma, name = gnmax_sigma(1.0, 1e-5, 1000)
     >>> name, round(sigma)
-    ('rdp', 181)
+    ('gdp', 167)
     """
     cal = calibrate_gnmax(epsilon, delta, max_queries, calibration, rtol)
     return cal.sigma_argmax, cal.name
@@ -312,14 +377,38 @@ def calibrate_gnmax(epsilon, delta, max_queries, calibration="auto", rtol=1e-6):
     )
 
 
-def largest_gaussian_rho(epsilon, delta, calibration="auto", rtol=1e-6):
+def _value_groups(rho, m, units):
+    """``m`` releases moving by at most ``units`` lattice steps, total ``rho``."""
+    return [(units * math.sqrt(m / (2.0 * rho)), units, m)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _largest_value_rho(epsilon, delta, m, units, calibration, rtol):
+    names = GAUSSIAN_CALIBRATIONS if calibration == "auto" else (calibration,)
+    best = None
+    for name in names:
+        if name == "gdp" and m is None:
+            continue
+        rho, _ = _largest_rho(
+            name, epsilon, delta, rtol, lambda r: _value_groups(r, m, units)
+        )
+        if best is None or rho > best[0]:
+            best = (rho, name)
+    return best
+
+
+def largest_gaussian_rho(
+    epsilon, delta, calibration="auto", rtol=1e-6, *, max_queries=None, units=1
+):
     """The largest total zCDP ``rho`` of Gaussian releases within ``(epsilon, delta)``.
 
     Gaussian releases (continuous or discrete) compose to the Renyi curve
     ``alpha * rho``; ``"rdp"`` certifies ``rho`` with dp_accounting's RDP
-    accountant, ``"zcdp"`` with ``rho + 2 sqrt(rho ln(1/delta))``, ``"auto"``
-    takes the larger (as :func:`calibrate_confident_gnmax`, whose cache it
-    shares).
+    accountant, ``"zcdp"`` with ``rho + 2 sqrt(rho ln(1/delta))``. ``"gdp"``
+    (given ``max_queries``) certifies ``max_queries`` discrete Gaussian
+    releases of values that move by at most ``units`` lattice steps, exactly
+    through Gaussian DP (:func:`~dpsklearn.accounting.discrete_gaussian_delta`).
+    ``"auto"`` takes the largest ``rho``.
 
     Returns
     -------
@@ -327,5 +416,11 @@ def largest_gaussian_rho(epsilon, delta, calibration="auto", rtol=1e-6):
     name : str
         The conversion that certified it.
     """
-    cal = calibrate_gnmax(epsilon, delta, 1, calibration, rtol)
-    return cal.rho, cal.name
+    return _largest_value_rho(
+        float(epsilon),
+        float(delta),
+        None if max_queries is None else int(max_queries),
+        int(units),
+        calibration,
+        float(rtol),
+    )

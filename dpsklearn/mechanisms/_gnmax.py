@@ -39,17 +39,21 @@ from scipy.special import ndtri
 
 from .._param_validation import Interval
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
-from ..accounting._composition import rho_to_epsilon
-from ..accounting._events import ApproximateEvent, GaussianEvent
+from ..accounting import ApproximateEvent, GaussianEvent
 from ..noise import discrete_gaussian
 from ._base import Engine, Mechanism, Release
-from ._gaussian_calibration import calibrate_confident_gnmax, calibrate_gnmax
+from ._gaussian_calibration import (
+    calibrate_confident_gnmax,
+    calibrate_gnmax,
+    gaussian_spent,
+)
 
 __all__ = [
     "ConfidentGNMaxRelease",
     "ConfidentGNMaxEngine",
     "GNMaxRelease",
     "GNMaxEngine",
+    "check_vote_counts",
     "confident_gnmax",
     "confident_gnmax_threshold",
     "gnmax",
@@ -57,7 +61,15 @@ __all__ = [
 ]
 
 
-def _check_counts(counts):
+def check_vote_counts(counts):
+    """``counts`` as a 2-D int64 array of vote counts, or a ValueError naming it.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import check_vote_counts
+    >>> check_vote_counts([[3, 1], [0, 4]]).dtype
+    dtype('int64')
+    """
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.shape[1] < 1:
         raise ValueError(
@@ -152,7 +164,7 @@ def gnmax_noisy_counts(counts, sigma, *, rng):
     >>> (noisy.argmax(axis=1) == labels).tolist()
     [True, True]
     """
-    counts = _check_counts(counts)
+    counts = check_vote_counts(counts)
     return counts + discrete_gaussian(sigma, size=counts.shape, rng=rng)
 
 
@@ -211,7 +223,7 @@ def confident_gnmax(
     >>> answers.tolist(), answered.tolist(), n
     ([0, -1, 1], [True, False, True], 3)
     """
-    counts = _check_counts(counts)
+    counts = check_vote_counts(counts)
     threshold = float(threshold)
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, got nan.")
@@ -418,7 +430,7 @@ class GNMaxRelease(Mechanism):
     >>> from dpsklearn.mechanisms import GNMaxRelease
     >>> mech = GNMaxRelease.calibrate(1.0, 1e-5, max_queries=1000)
     >>> round(mech.sigma), mech.calibration.name
-    (181, 'rdp')
+    (167, 'gdp')
     """
 
     n_streams = 1
@@ -445,7 +457,9 @@ class GNMaxRelease(Mechanism):
 
     def spent(self, units, engine):
         cal = self.calibration
-        return rho_to_epsilon(units / self.sigma**2, cal.delta, cal.name)
+        # Each released vector moves two counts by one: two unit releases.
+        groups = [(self.sigma, 1, 2 * units)]
+        return gaussian_spent(cal.name, cal.delta, units / self.sigma**2, groups)
 
     def fitted_attributes(self):
         # A Gaussian release has no per-query epsilon; a vote-share row reads
@@ -477,7 +491,7 @@ class ConfidentGNMaxRelease(Mechanism):
     ...     8.0, 1e-5, max_queries=2000, max_answers=2000, n_teachers=1000,
     ...     n_classes=2)
     >>> mech.calibration.name, bool(mech.threshold < 1000)
-    ('rdp', True)
+    ('gdp', True)
     """
 
     n_streams = 1
@@ -508,8 +522,11 @@ class ConfidentGNMaxRelease(Mechanism):
 
     @property
     def composition(self):
-        # A model's own accountant composes the Gaussian events as calibrated.
-        return self.calibration.name
+        # A model's own accountant composes the Gaussian events as calibrated
+        # in RDP or zCDP; a Gaussian-DP calibration certifies the whole
+        # (epsilon, delta), which the accountant records as one event.
+        name = self.calibration.name
+        return name if name in ("rdp", "zcdp") else "basic"
 
     def privacy_events(self, label=None):
         return [
@@ -551,7 +568,11 @@ class ConfidentGNMaxRelease(Mechanism):
         cal = self.calibration
         rho = engine.n_queries / (2.0 * cal.sigma_threshold**2)
         rho += engine.n_answers / cal.sigma_argmax**2
-        return rho_to_epsilon(rho, cal.delta, cal.name)
+        groups = [
+            (cal.sigma_threshold, 1, engine.n_queries),
+            (cal.sigma_argmax, 1, 2 * engine.n_answers),
+        ]
+        return gaussian_spent(cal.name, cal.delta, rho, groups)
 
     def fitted_attributes(self):
         cal = self.calibration

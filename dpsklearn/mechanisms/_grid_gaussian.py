@@ -7,7 +7,8 @@ at most ``u = floor(Delta/g) + 1`` grid units, so one release is
 ``u^2 / (2 sigma_u^2)``-zCDP with the continuous Gaussian's Renyi curve
 (Canonne, Kamath and Steinke 2020), and ``m = max_queries`` releases compose
 to ``rho = m u^2 / (2 sigma_u^2)``. ``sigma_u`` is the smallest whose
-``rho`` the chosen conversion (dp_accounting's RDP accountant, or zCDP)
+releases the chosen conversion (their exact composition through Gaussian DP
+with the lattice correction, dp_accounting's RDP accountant, or zCDP)
 certifies within ``(epsilon, delta)`` (``docs/design.rst``, "Per-query
 releases", "Gaussian per-query releases").
 
@@ -25,11 +26,10 @@ import math
 
 import numpy as np
 
-from ..accounting._composition import rho_to_epsilon
-from ..accounting._events import ApproximateEvent, GaussianEvent
+from ..accounting import ApproximateEvent, GaussianEvent
 from ..noise import default_grid_step, grid_discrete_gaussian, grid_units
 from ._base import Engine, Mechanism, Release
-from ._gaussian_calibration import largest_gaussian_rho
+from ._gaussian_calibration import gaussian_spent, largest_gaussian_rho
 from ._per_query import GridLaplaceRelease
 
 __all__ = [
@@ -90,7 +90,7 @@ class GridGaussianRelease(Mechanism):
     >>> mech = GridGaussianRelease.calibrate(
     ...     1.0, 1e-5, max_queries=2000, sensitivity=0.004, bounds=(5.75, 9.9))
     >>> mech.conversion, round(mech.noise_std, 3)
-    ('rdp', 0.724)
+    ('gdp', 0.668)
     """
 
     n_streams = 1
@@ -116,8 +116,10 @@ class GridGaussianRelease(Mechanism):
     ):
         """``sigma_u`` for ``max_queries`` releases within ``(epsilon, delta)``.
 
-        ``calibration``: ``"rdp"``, ``"zcdp"`` or ``"auto"`` (the larger
-        certified ``rho``, :func:`largest_gaussian_rho`).
+        ``calibration``: ``"gdp"``, ``"rdp"``, ``"zcdp"`` or ``"auto"`` (the
+        largest certified ``rho``, :func:`largest_gaussian_rho`; ``"gdp"``
+        composes the ``m`` discrete Gaussian releases exactly through
+        Gaussian DP).
         """
         if not delta > 0:
             raise ValueError(
@@ -125,7 +127,10 @@ class GridGaussianRelease(Mechanism):
                 f"epsilon-DP), got delta={delta!r}. Use a Laplace calibration "
                 "or delta > 0."
             )
-        rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
+        units = grid_units(float(sensitivity), default_grid_step(float(sensitivity)))
+        rho, conversion = largest_gaussian_rho(
+            epsilon, delta, calibration, max_queries=max_queries, units=units
+        )
         return cls(epsilon, delta, max_queries, rho, conversion, sensitivity, bounds)
 
     @property
@@ -145,8 +150,10 @@ class GridGaussianRelease(Mechanism):
 
     @property
     def composition(self):
-        # A model's own accountant composes the Gaussian events as calibrated.
-        return self.conversion
+        # A model's own accountant composes the Gaussian events as calibrated
+        # in RDP or zCDP; a Gaussian-DP calibration certifies the whole
+        # (epsilon, delta), which the accountant records as one event.
+        return self.conversion if self.conversion in ("rdp", "zcdp") else "basic"
 
     def privacy_events(self, label=None):
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
@@ -174,7 +181,8 @@ class GridGaussianRelease(Mechanism):
 
     def spent(self, units, engine):
         rho = units * self.units**2 / (2.0 * self.sigma_units**2)
-        return rho_to_epsilon(rho, self.delta, self.conversion)
+        groups = [(self.sigma_units, self.units, units)]
+        return gaussian_spent(self.conversion, self.delta, rho, groups)
 
     def fitted_attributes(self):
         return {

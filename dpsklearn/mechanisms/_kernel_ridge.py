@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 
-from ..accounting._events import GaussianEvent, PureEvent
+from ..accounting import GaussianEvent, PureEvent
 from ..noise import (
     analytic_gaussian_sigma,
     default_grid_step,

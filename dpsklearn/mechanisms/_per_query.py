@@ -26,13 +26,14 @@ import math
 
 import numpy as np
 
-from ..accounting._events import (
+from ..accounting import (
     ApproximateEvent,
     BoundedRangeEvent,
     DiscreteLaplaceEvent,
     PureEvent,
+    per_release_epsilon,
+    per_release_spent,
 )
-from ..accounting._split import per_release_epsilon, per_release_spent
 from ..noise import (
     default_grid_step,
     exponential_mechanism,

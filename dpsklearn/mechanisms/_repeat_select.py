@@ -5,15 +5,21 @@ privately and scores it with a noisy count; ``Q`` is run ``K`` times, ``K``
 drawn from a truncated negative binomial or a Poisson distribution, and
 only the best run (its fitted model and its noisy score) is released. If
 ``Q`` has Renyi curve ``eps(alpha)``, the whole selection has the curve of
-their Theorem 2 (truncated negative binomial) or Theorem 6 (Poisson), which
-``dp_accounting``'s ``RepeatAndSelectDpEvent`` computes; ``docs/design.rst``,
-"Private model selection".
+their Theorem 2 (truncated negative binomial) or Theorem 6 (Poisson)
+(:func:`repeat_and_select_curve`, checked against ``dp_accounting``'s
+``RepeatAndSelectDpEvent``); ``docs/design.rst``, "Private model selection".
 
 :class:`RepeatedSelection` owns the calibration: the largest per-candidate
-epsilon whose candidates' curves, with the score's Gaussian curve, repeat
-and select within the total ``(epsilon, delta)``. The curve of ``Q`` is the
-maximum of its candidates' curves (Renyi divergence is quasi-convex: a
-uniform mixture of mechanisms is no worse than the worst of them).
+epsilon whose run curve repeats and selects within the total ``(epsilon,
+delta)``. The curve of ``Q``, at every order, is the **maximum** of
+
+* every candidate's curve: a uniform mixture of mechanisms is no worse than
+  the worst of them (Renyi divergence is jointly quasi-convex);
+* the score's Gaussian curve ``alpha / (2 sigma^2)``: the fit reads only the
+  training rows and the score only the validation rows (a public split), so
+  a replaced training row changes the fit (the score is then
+  post-processing of the model on unchanged rows) and a replaced validation
+  row changes the score alone, never both.
 """
 
 from __future__ import annotations
@@ -23,16 +29,19 @@ import math
 
 import numpy as np
 
-from ..accounting._events import ApproximateEvent, dp_accounting
+from ..accounting import ApproximateEvent, dp_accounting
 from ..noise import discrete_gaussian, repeated_candidates
 from ._base import Mechanism
 
 __all__ = [
+    "RUN_DISTRIBUTIONS",
     "RepeatedSelection",
     "curve_of_events",
     "fit_dp_event",
+    "repeat_and_select_curve",
     "repetition_gamma",
-    "worst_candidate_event",
+    "selection_orders",
+    "worst_candidate_curve",
 ]
 
 #: Shapes of the distribution of the number of runs, by name.
@@ -101,8 +110,17 @@ def fit_dp_event(events):
     return dpa.ComposedDpEvent(parts)
 
 
-def curve_of_events(events):
-    """Renyi curve of typed events (at ``dp_accounting``'s default orders)."""
+def curve_of_events(events) -> np.ndarray:
+    """Renyi curve of typed events (at ``dp_accounting``'s default orders).
+
+    Examples
+    --------
+    >>> from dpsklearn.accounting import BoundedRangeEvent
+    >>> from dpsklearn.mechanisms import curve_of_events
+    >>> curve = curve_of_events([BoundedRangeEvent(0.1, count=8)])
+    >>> bool(curve[0] < curve[-1])
+    True
+    """
     return _curve(fit_dp_event(events))
 
 
@@ -117,13 +135,17 @@ def _event_and_curve(signature):
     return event, _curve(event)
 
 
-def worst_candidate_event(candidate_events):
-    """A ``dp_accounting`` event whose curve bounds every candidate's.
+def selection_orders():
+    """The Renyi orders every curve here is computed at (``dp_accounting``'s)."""
+    return _rdp_accountant().orders
 
-    The candidate whose curve lies above all others at every order when
-    there is one (usually they are equal); else the composition of the
-    candidates whose curves are not below another's, whose sum bounds their
-    maximum.
+
+def worst_candidate_curve(candidate_events):
+    """The pointwise maximum of the candidates' Renyi curves.
+
+    A run draws its candidate uniformly; the mixture's Renyi divergence is at
+    most the largest candidate's, at every order separately (joint
+    quasi-convexity).
     """
     return _worst(frozenset(_signature(found) for found in candidate_events))
 
@@ -132,38 +154,84 @@ def worst_candidate_event(candidate_events):
 def _worst(signatures):
     # Candidates usually spend the same events: each curve is computed once
     # (and memoised: searches refit with the same budgets).
-    pairs = [_event_and_curve(signature) for signature in sorted(signatures, key=repr)]
-    events = [event for event, _ in pairs]
-    curves = [curve for _, curve in pairs]
-    for event, curve in zip(events, curves, strict=True):
-        if all(np.all(curve >= other * (1 - 1e-12)) for other in curves):
-            return event
-    kept = [
-        event
-        for i, (event, curve) in enumerate(zip(events, curves, strict=True))
-        if not any(
-            j != i and np.all(other >= curve) and not np.array_equal(other, curve)
-            for j, other in enumerate(curves)
-        )
-    ]
-    return dp_accounting().ComposedDpEvent(kept)
+    curves = [_event_and_curve(signature)[1] for signature in signatures]
+    return np.max(np.vstack(curves), axis=0)
 
 
-def _total(candidate_event, score_sigma, mean_runs, shape, delta):
-    accountant = _rdp_accountant()
-    accountant.compose(
-        RepeatedSelection.selection_event(
-            candidate_event, score_sigma, mean_runs, shape
-        )
+def _tnb_gamma_and_mean(mean_runs, shape):
+    """``gamma`` drawn from (:func:`repetition_gamma`) and its actual mean."""
+    gamma = repetition_gamma(mean_runs, shape)
+    return gamma, min(float(mean_runs), _tnb_mean(gamma, shape))
+
+
+def repeat_and_select_curve(orders, curve, mean_runs: float, shape: float):
+    """Renyi curve of the best of a random number of runs of a curve-``curve`` run.
+
+    Papernot and Steinke (2022): Theorem 6 for a Poisson number of runs
+    (``shape = inf``), ``eps(l) + mu delta_hat + ln(mu) / (l - 1)`` with
+    ``delta_hat`` the run's delta at ``ln(1 + 1/(l - 1))``; Theorem 2 for
+    the truncated negative binomial of shape ``shape`` (0: logarithmic, 1:
+    geometric), ``eps(l) + ln(mu) / (l - 1) + (1 + shape) min over l' of
+    ((1 - 1/l') eps(l') - ln(gamma) / l')``, then monotone in the order.
+    The same formulas as ``dp_accounting``'s ``RepeatAndSelectDpEvent``
+    (the tests compare them), applied to any curve, at the ``gamma`` the
+    runs are drawn from and its own mean.
+
+    Examples
+    --------
+    >>> import math
+    >>> from dpsklearn.mechanisms._repeat_select import (
+    ...     repeat_and_select_curve, selection_orders)
+    >>> orders = selection_orders()
+    >>> out = repeat_and_select_curve(orders, orders * 0.01, 12.0, math.inf)
+    >>> bool((out[orders > 2] > orders[orders > 2] * 0.01).all())
+    True
+    """
+    compute_delta = dp_accounting().rdp.rdp_privacy_accountant.compute_delta
+    orders = np.asarray(orders, dtype=float)
+    curve = np.asarray(curve, dtype=float)
+    out = np.full_like(orders, np.inf)
+    if shape == math.inf:
+        for i, order in enumerate(orders):
+            if order <= 1:
+                continue
+            delta_hat, _ = compute_delta(orders, curve, math.log1p(1 / (order - 1)))
+            out[i] = (
+                curve[i] + mean_runs * delta_hat + math.log(mean_runs) / (order - 1)
+            )
+        return out
+    gamma, mean = _tnb_gamma_and_mean(mean_runs, shape)
+    constant = (1 + shape) * np.min((1 - 1 / orders) * curve - math.log(gamma) / orders)
+    above = orders > 1
+    out[above] = curve[above] + math.log(mean) / (orders[above] - 1) + constant
+    # Monotone in the order: a lower order's divergence is at most a higher's.
+    order_sorted = np.argsort(orders, kind="stable")
+    monotone = np.minimum.accumulate(out[order_sorted][::-1])[::-1]
+    result = np.empty_like(out)
+    result[order_sorted] = monotone
+    return result
+
+
+def run_curve(candidate_curve, score_sigma):
+    """A run's curve: the larger of the fit's and the score's, at each order."""
+    score = selection_orders() / (2.0 * float(score_sigma) ** 2)
+    return np.maximum(np.asarray(candidate_curve, dtype=float), score)
+
+
+def _total(candidate_curve, score_sigma, mean_runs, shape, delta):
+    compute_epsilon = dp_accounting().rdp.rdp_privacy_accountant.compute_epsilon
+    orders = selection_orders()
+    curve = repeat_and_select_curve(
+        orders, run_curve(candidate_curve, score_sigma), mean_runs, shape
     )
-    return float(accountant.get_epsilon(delta))
+    return float(compute_epsilon(orders, curve, delta)[0])
 
 
 @functools.lru_cache(maxsize=4096)
 def _total_of_candidates(signatures, score_sigma, mean_runs, shape, delta):
     """The total for candidates spending ``signatures`` (memoised: refits repeat it)."""
-    event = _worst(signatures)
-    return _total(event, score_sigma, mean_runs, shape, delta), event
+    curve = _worst(signatures)
+    return _total(curve, score_sigma, mean_runs, shape, delta), curve
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,7 +281,7 @@ class RepeatedSelection(Mechanism):
         epsilon,
         delta,
         candidate_epsilon,
-        candidate_event,
+        candidate_curve,
         mean_runs,
         shape,
         score_sigma,
@@ -222,31 +290,21 @@ class RepeatedSelection(Mechanism):
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.candidate_epsilon = float(candidate_epsilon)
-        self.candidate_event = candidate_event
+        self.candidate_curve = np.asarray(candidate_curve, dtype=float)
         self.mean_runs = float(mean_runs)
         self.shape = float(shape)
         self.score_sigma = float(score_sigma)
         self.total_epsilon = float(total_epsilon)
 
-    @staticmethod
-    def selection_event(candidate_event, score_sigma, mean_runs, shape):
-        """``dp_accounting`` event of the whole selection.
-
-        ``Q`` = a candidate's fit composed with its score: a count of
-        correct validation rows, replace-one sensitivity 1, plus
-        ``N_Z(0, score_sigma^2)`` (discrete Gaussian: the continuous
-        Gaussian's Renyi curve).
-        """
-        dpa = dp_accounting()
-        run = dpa.ComposedDpEvent(
-            [candidate_event, dpa.GaussianDpEvent(noise_multiplier=score_sigma)]
-        )
-        return dpa.dp_event.RepeatAndSelectDpEvent(run, mean_runs, shape)
-
     @classmethod
-    def total(cls, candidate_event, score_sigma, mean_runs, shape, delta):
-        """The selection's epsilon at ``delta`` (Renyi accountant, replace-one)."""
-        return _total(candidate_event, score_sigma, mean_runs, shape, delta)
+    def total(cls, candidate_curve, score_sigma, mean_runs, shape, delta):
+        """The selection's epsilon at ``delta`` (Renyi, replace-one).
+
+        ``candidate_curve`` is the candidates' Renyi curve at
+        :func:`selection_orders` (:func:`worst_candidate_curve`); a run
+        scores with ``N_Z(0, score_sigma^2)`` on a count of sensitivity 1.
+        """
+        return _total(candidate_curve, score_sigma, mean_runs, shape, delta)
 
     @staticmethod
     def default_score_sigma(epsilon, delta, *, mean_runs, runs, n_validation):
@@ -293,7 +351,7 @@ class RepeatedSelection(Mechanism):
             )
 
         lo, hi = epsilon * 1e-4, epsilon
-        value, event = total_at(lo)
+        value, curve = total_at(lo)
         if value > epsilon:
             raise ValueError(
                 f"the budget (epsilon={epsilon:g}, delta={delta:g}) cannot pay for "
@@ -301,16 +359,16 @@ class RepeatedSelection(Mechanism):
                 f"{score_sigma:g}, even at per-candidate epsilon {lo:.3g}; raise "
                 "the budget, the score noise, or lower mean_runs."
             )
-        best = (lo, event, value)
+        best = (lo, curve, value)
         while hi / lo - 1.0 > rtol:
             mid = math.sqrt(lo * hi)
-            value, event = total_at(mid)
+            value, curve = total_at(mid)
             if value <= epsilon:
-                lo, best = mid, (mid, event, value)
+                lo, best = mid, (mid, curve, value)
             else:
                 hi = mid
-        eps_c, event, value = best
-        return cls(epsilon, delta, eps_c, event, mean_runs, shape, score_sigma, value)
+        eps_c, curve, value = best
+        return cls(epsilon, delta, eps_c, curve, mean_runs, shape, score_sigma, value)
 
     @property
     def runs_parameter(self):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting._events import BoundedRangeEvent, PureEvent
+from ..accounting import BoundedRangeEvent, PureEvent
 from ..noise import (
     default_grid_step,
     exponential_mechanism,
@@ -131,7 +131,7 @@ class HistogramRelease(Mechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from dpsklearn.mechanisms._selection import HistogramRelease
+    >>> from dpsklearn.mechanisms import HistogramRelease
     >>> from dpsklearn.noise import NoiseSource
     >>> out = HistogramRelease(1.0, 0.1).release(
     ...     [0.2, 0.8], NoiseSource([np.random.default_rng(0)]))

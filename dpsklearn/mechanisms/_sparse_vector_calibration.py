@@ -53,13 +53,16 @@ from .._validation import (
     FINITE_POSITIVE,
     validate_params,
 )
-from ..accounting._composition import (
-    _drv_epsilon,
-    _kov_epsilon,
-    _kov_log_delta,
-    _kov_max_epsilon0,
+from ..accounting import (
+    alternating_delta,
+    cks_epsilon,
+    drv_epsilon_unchecked,
+    kov_epsilon_unchecked,
+    kov_log_delta,
+    kov_max_epsilon0_unchecked,
+    two_kind_epsilon,
+    two_kind_log_delta,
 )
-from ..accounting._optimal_composition import two_kind_epsilon, two_kind_log_delta
 from ._sparse_vector_routes import (
     _FALLBACK_ZCDP,
     gaussian_route,
@@ -118,11 +121,14 @@ class SparseVectorCalibration:
         ``p = P(Z_query - Z_threshold > w)`` (exact for Laplace noises, an
         upper bound for Gaussian ones); the stability part's delta is at
         most ``T p``.
-    composition : {"drv", "kov", "basic", "joint", "rdp"}
+    composition : {"drv", "kov", "basic", "joint", "alternating", "rdp"}
         How the instances and the fallbacks compose: advanced (``paper``),
         optimal (``exact``) or basic (``pure``) composition of the instances
         plus the fallbacks by basic composition; the optimal composition of
-        both together (``laplace``); RDP (``gaussian``).
+        both together as pure releases (``laplace``, ``"joint"``), or, for
+        exponential-mechanism fallbacks each following its instance, the
+        exact game of pure and bounded-range releases in turn (``laplace``,
+        ``"alternating"``); RDP (``gaussian``).
     per_instance : float
         ``eps0`` of one instance (Laplace noises), or its RDP coefficient
         ``c`` (``alpha c`` plus the ``log K`` term; Gaussian noises).
@@ -248,13 +254,27 @@ def _composed(cal, n, f):
     basic = n * eps0 + f * eps_f
     if cal.composition == "joint":
         return min(basic, two_kind_epsilon(eps0, n, eps_f, f, delta_sv))
+    if cal.composition == "alternating":
+        # The game certifies all the pairs within epsilon, so any prefix; a
+        # running figure: the least of that, basic, zCDP at the best order
+        # (pure eps0^2/2, bounded range eps_f^2/8) and the optimal
+        # composition of both kinds as pure releases.
+        rho = n * eps0**2 / 2.0 + f * eps_f**2 / 8.0
+        bound = min(
+            basic,
+            cks_epsilon(rho, delta_sv),
+            two_kind_epsilon(eps0, n, eps_f, f, delta_sv),
+        )
+        if n <= cal.cutoff and f <= cal.n_fallbacks:
+            bound = min(bound, cal.epsilon)
+        return bound
     # The paper's structure: the instances by their theorem, the fallbacks
     # by basic composition.
     instances = n * eps0
     if n and cal.composition == "drv":
-        instances = min(instances, _drv_epsilon(eps0, n, delta_sv))
+        instances = min(instances, drv_epsilon_unchecked(eps0, n, delta_sv))
     elif n and cal.composition == "kov":
-        instances = min(instances, _kov_epsilon(eps0, n, delta_sv))
+        instances = min(instances, kov_epsilon_unchecked(eps0, n, delta_sv))
     return instances + f * eps_f
 
 
@@ -285,12 +305,12 @@ def _paper(epsilon, delta, cutoff):
 
 def _exact(epsilon, delta, cutoff):
     # Optimal composition (KOV) of T AboveThreshold instances at delta/2.
-    eps0 = _kov_max_epsilon0(epsilon, delta / 2.0, cutoff)
-    log_target = math.log(delta / 2.0)
+    eps0 = kov_max_epsilon0_unchecked(epsilon, delta / 2.0, cutoff)
+    log_target = math.log(delta / 2.0) + math.log1p(-1e-13)
     lam = 2.0 / eps0
     # Re-verify with the eps0 = 2 / lam the engine really uses (one ulp of
     # rounding in 2 / (2 / eps0) must not tip it over the budget).
-    while _kov_log_delta(2.0 / lam, cutoff, epsilon) > log_target:
+    while kov_log_delta(2.0 / lam, cutoff, epsilon) > log_target:
         lam *= 1.0 + 1e-12
     w = 2.0 * lam * math.log(2.0 * cutoff / delta)
     return _paper_structure("exact", lam, w, delta / 2, "kov")
@@ -310,11 +330,11 @@ _PAPER_BUILDERS = {"paper": _paper, "exact": _exact, "pure": _pure}
 def _from_route(name, route, per_instance, composition, common):
     """A full-strength calibration from its route's parameters.
 
-    Each instance has one fallback slot when there is a paid fallback; the
-    tail is that of the route's two noises at ``w + 1``.
+    The route paid for ``common["n_fallbacks"]`` fallback slots; the tail is
+    that of the route's two noises at ``w + 1``.
     """
     return SparseVectorCalibration(
-        **{**common, "n_fallbacks": common["cutoff"] if common["n_fallbacks"] else 0},
+        **common,
         name=name,
         noise=name,
         threshold_scale=route["threshold_scale"],
@@ -352,25 +372,40 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         fallback = epsilon * share / n_fallbacks if n_fallbacks else 0.0
         cal = SparseVectorCalibration(**common, **fields, fallback_epsilon=fallback)
     elif name == "laplace":
-        # One fallback slot per instance (``docs/design.rst``, "Joint
-        # composition of the test and its fallback").
-        route = laplace_route(epsilon, delta, cutoff, share if n_fallbacks else 0.0)
-        cal = _from_route("laplace", route, route["eps0"], "joint", common)
+        # The instances and the n_fallbacks slots composed together
+        # (``docs/design.rst``, "Joint composition of the test and its
+        # fallback").
+        route = laplace_route(
+            epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks, kind
+        )
+        cal = _from_route(
+            "laplace", route, route["eps0"], route["composition"], common
+        )
     else:  # gaussian
         if max_queries is None:
             return None
         route = gaussian_route(
-            epsilon, delta, cutoff, share if n_fallbacks else 0.0, max_queries, kind
+            epsilon,
+            delta,
+            cutoff,
+            share if n_fallbacks else 0.0,
+            max_queries,
+            kind,
+            n_fallbacks,
         )
         if route is None:
             return None
         cal = _from_route("gaussian", route, route["coefficient"], "rdp", common)
     composed = _composed(cal, cal.cutoff, cal.n_fallbacks)
+    if cal.composition == "alternating":
+        # Admissible only where the game itself certifies the whole test
+        # (the running figure of _composed is capped by it).
+        composed = epsilon if _delta_checked(cal) else math.inf
     if cal.composition == "drv":
         # paper is admissible only where its own theorem (advanced
         # composition) fits the budget, not by falling back to basic.
         eps0 = cal.per_instance
-        composed = _drv_epsilon(eps0, cutoff, cal.sparse_vector_delta) + (
+        composed = drv_epsilon_unchecked(eps0, cutoff, cal.sparse_vector_delta) + (
             cal.n_fallbacks * cal.fallback_epsilon
         )
     if _delta_checked(cal):
@@ -387,7 +422,12 @@ def _delta_checked(cal):
         return False
     if cal.composition == "kov":
         budget = cal.epsilon - cal.n_fallbacks * cal.fallback_epsilon
-        return _kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
+        return kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
+    if cal.composition == "alternating":
+        game = alternating_delta(
+            cal.per_instance, cal.fallback_epsilon, cal.cutoff, cal.epsilon
+        )
+        return cal.n_fallbacks == cal.cutoff and game <= cal.sparse_vector_delta
     if cal.composition == "joint":
         log_delta = two_kind_log_delta(
             cal.per_instance,

@@ -2,7 +2,9 @@
 
 Both choose the noise of the threshold and of the queries, the threshold
 ``w`` and the fallback's epsilon for a whole stability test (its ``T``
-AboveThreshold instances and one fallback slot per instance), minimising
+AboveThreshold instances and at most ``n_fallbacks`` paid fallback answers:
+one per instance for the classifier's test, ``ceil(T/2)`` for the soft-label
+test's ``T + 1`` instances), minimising
 ``w``: a query passes when its distance to instability clears ``w``, so a
 smaller ``w`` answers more. The derivations are in ``docs/design.rst``,
 "The sparse vector test at full strength".
@@ -14,7 +16,7 @@ smaller ``w`` answers more. The derivations are in ``docs/design.rst``,
     (Lyu, Su and Li 2017, Theorem 2 with one positive outcome: any split of
     ``eps0`` between the two noises is private), so the split is free; we
     take the one that minimises ``w``, near equal scales. The ``T``
-    instances and the ``T`` fallback slots are composed together by the
+    instances and the fallback slots are composed together by the
     optimal composition of two kinds of pure mechanisms
     (:mod:`dpsklearn.accounting._optimal_composition`); ``w`` inverts the
     exact tail of the difference of the two noises; ``delta`` is split
@@ -41,8 +43,11 @@ import math
 import numpy as np
 from scipy.stats import norm
 
-from ..accounting._composition import _kov_max_epsilon0
-from ..accounting._optimal_composition import largest_two_kind_scale
+from ..accounting import (
+    kov_max_epsilon0_unchecked,
+    largest_alternating_scale,
+    largest_two_kind_scale,
+)
 from ._sparse_vector_tails import smallest_tail_index
 
 __all__ = ["gaussian_route", "laplace_route", "rdp_route_epsilon"]
@@ -73,12 +78,19 @@ def _laplace_scales(eps0, threshold_share):
     return 2.0 / ((1.0 - threshold_share) * eps0), 1.0 / (threshold_share * eps0)
 
 
-def _laplace_eps0(epsilon, delta_sv, cutoff, share):
+def _laplace_eps0(epsilon, delta_sv, cutoff, share, n_fallbacks):
     """Largest per-instance eps0 with the fallbacks at ``share/(1-share) eps0``."""
-    if share == 0.0:
-        return _kov_max_epsilon0(epsilon, delta_sv, cutoff)
+    if share == 0.0 or n_fallbacks == 0:
+        return kov_max_epsilon0_unchecked(epsilon, delta_sv, cutoff)
     ratio = share / (1.0 - share)
-    return largest_two_kind_scale(epsilon, delta_sv, cutoff, cutoff, ratio)
+    return largest_two_kind_scale(epsilon, delta_sv, cutoff, n_fallbacks, ratio)
+
+
+def _slots(cutoff, share, n_fallbacks):
+    """Paid fallback slots: ``n_fallbacks``, by default one per instance."""
+    if not share:
+        return 0
+    return cutoff if n_fallbacks is None else int(n_fallbacks)
 
 
 def _refine(values, step, lo, hi):
@@ -89,7 +101,9 @@ def _refine(values, step, lo, hi):
 
 
 @functools.lru_cache(maxsize=512)
-def laplace_route(epsilon, delta, cutoff, share):
+def laplace_route(
+    epsilon, delta, cutoff, share, n_fallbacks=None, fallback_kind="pure"
+):
     """The ``laplace`` calibration: a dict of its parameters (smallest ``w``).
 
     The delta split and the noise split are searched on a grid (public
@@ -101,16 +115,28 @@ def laplace_route(epsilon, delta, cutoff, share):
     epsilon, delta : float
         Budget of the whole test (instances and fallbacks).
     cutoff : int
-        ``T``, the AboveThreshold instances (and fallback slots).
+        ``T``, the AboveThreshold instances.
     share : float
-        In [0, 1): the fallbacks' share of basic composition, ``T eps_f / (T
-        eps0 + T eps_f)``; 0 without a paid fallback.
+        In [0, 1): each fallback answer's epsilon is ``share / (1 - share)``
+        times an instance's (with one slot per instance, the fallbacks' share
+        of basic composition); 0 without a paid fallback.
+    n_fallbacks : int, optional
+        The paid fallback answers that can occur (default: one per
+        instance). The soft-label test has ``T + 1`` instances but at most
+        ``ceil(T/2)`` fallback answers (each adds 2 to its failure count).
+    fallback_kind : {"pure", "bounded_range"}, default="pure"
+        With ``"bounded_range"`` (the exponential mechanism) and one slot per
+        instance, each fallback follows the instance it ends: the pairs are
+        composed by the exact alternating game
+        (:func:`~dpsklearn.accounting.largest_alternating_scale`), a quarter
+        of a pure release's cost per answer; else both kinds as pure.
 
     Returns
     -------
     params : dict
         ``eps0``, ``fallback_epsilon``, ``query_scale``, ``threshold_scale``,
-        ``threshold`` (an integer ``w``), ``sparse_vector_delta``.
+        ``threshold`` (an integer ``w``), ``sparse_vector_delta``,
+        ``composition`` (``"joint"``: two pure kinds; ``"alternating"``).
 
     Examples
     --------
@@ -120,12 +146,13 @@ def laplace_route(epsilon, delta, cutoff, share):
     True
     """
     scores = {}
+    slots = _slots(cutoff, share, n_fallbacks)
 
     def score(fraction, threshold_share):
         key = (fraction, threshold_share)
         if key not in scores:
             delta_sv = fraction * delta
-            eps0 = _laplace_eps0(epsilon, delta_sv, cutoff, share)
+            eps0 = _laplace_eps0(epsilon, delta_sv, cutoff, share, slots)
             s_q, s_t = _laplace_scales(eps0, threshold_share)
             log_target = math.log((delta - delta_sv) / cutoff)
             n = smallest_tail_index(log_target, s_q, s_t, "laplace")
@@ -141,6 +168,26 @@ def laplace_route(epsilon, delta, cutoff, share):
     )
     _, fraction, threshold_share = fine
     n, eps0, delta_sv, s_q, s_t = scores[(fraction, threshold_share)]
+    composition = "joint"
+    if fallback_kind == "bounded_range" and slots and slots == cutoff:
+        # The exact alternating game at the two-pure-kinds optimum's delta
+        # split (searching the split again moves w by 0.1 % and costs five
+        # times the time), and the noise split again: a valid calibration.
+        ratio = share / (1.0 - share)
+        game_eps0 = largest_alternating_scale(
+            epsilon, fraction * delta, cutoff, ratio, eps0
+        )
+        log_target = math.log((delta - delta_sv) / cutoff)
+        best = None
+        for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
+            q, t = _laplace_scales(game_eps0, u)
+            m = smallest_tail_index(log_target, q, t, "laplace")
+            if best is None or (m, u) < best[0]:
+                best = ((m, u), q, t)
+        if best[0][0] <= n:
+            (n, _), s_q, s_t = best
+            eps0 = game_eps0
+            composition = "alternating"
     return {
         "eps0": eps0,
         "fallback_epsilon": eps0 * share / (1.0 - share),
@@ -148,14 +195,20 @@ def laplace_route(epsilon, delta, cutoff, share):
         "threshold_scale": float(s_t),
         "threshold": float(n - 1),
         "sparse_vector_delta": float(delta_sv),
+        "composition": composition,
     }
 
 
 # -- gaussian ----------------------------------------------------------------------
 def _rdp_curve(n_instances, coefficient, max_queries, n_fallbacks, fallback_coef):
-    """RDP at ``_ORDERS`` of ``n`` Gaussian instances and ``n_f`` fallbacks."""
+    """RDP at ``_ORDERS`` of ``n`` Gaussian instances and ``n_f`` fallbacks.
+
+    Zhu and Wang's ``log K`` counts the outcomes of an instance: one that
+    sees at most ``K`` queries stops at one of them or at none, ``K + 1``
+    outcomes, so ``log(K + 1)`` is charged (the safe side of their count).
+    """
     orders = np.asarray(_ORDERS)
-    instance = math.log(max_queries) / (orders - 1.0) + orders * coefficient
+    instance = math.log(max_queries + 1) / (orders - 1.0) + orders * coefficient
     return n_instances * instance + n_fallbacks * orders * fallback_coef
 
 
@@ -184,12 +237,12 @@ def rdp_route_epsilon(
     return float(max(0.0, np.min(epsilons)))
 
 
-def _largest_coefficient(epsilon, delta_sv, cutoff, max_queries, coef_ratio):
+def _largest_coefficient(epsilon, delta_sv, cutoff, max_queries, coef_ratio, slots):
     """Largest per-instance coefficient ``c = 1/s_t^2 + 2/s_q^2`` within budget."""
 
     def ok(c):
         return (
-            rdp_route_epsilon(cutoff, c, max_queries, cutoff, coef_ratio * c, delta_sv)
+            rdp_route_epsilon(cutoff, c, max_queries, slots, coef_ratio * c, delta_sv)
             <= epsilon
         )
 
@@ -218,7 +271,9 @@ def _gaussian_sigmas(coefficient, ratio):
 
 
 @functools.lru_cache(maxsize=256)
-def gaussian_route(epsilon, delta, cutoff, share, max_queries, fallback_kind):
+def gaussian_route(
+    epsilon, delta, cutoff, share, max_queries, fallback_kind, n_fallbacks=None
+):
     """The ``gaussian`` calibration: a dict of its parameters, or None.
 
     None when no coefficient fits the budget (the ``log K`` term alone is
@@ -234,12 +289,15 @@ def gaussian_route(epsilon, delta, cutoff, share, max_queries, fallback_kind):
     """
     coef_ratio = share / (1.0 - share)
     fallback_coef = _FALLBACK_ZCDP[fallback_kind]
+    slots = _slots(cutoff, share, n_fallbacks)
     # Rank every (delta fraction, sigma ratio) by the normal approximation of
     # the tail, then settle the best few with the exact discrete tail.
     ranked = []
     for fraction in (0.01, 0.02, *_COARSE_FRACTIONS):
         delta_sv = fraction * delta
-        c = _largest_coefficient(epsilon, delta_sv, cutoff, max_queries, coef_ratio)
+        c = _largest_coefficient(
+            epsilon, delta_sv, cutoff, max_queries, coef_ratio, slots
+        )
         if c is None:
             continue
         z = norm.isf((delta - delta_sv) / cutoff)

@@ -33,6 +33,8 @@ from .._validation import FINITE_POSITIVE, validate_params
 __all__ = [
     "difference_log_tail",
     "difference_tail",
+    "noise_quantiles",
+    "noise_survival",
     "smallest_tail_index",
     "stability_tail_bound",
     "stability_tail_probability",
@@ -294,10 +296,16 @@ def pass_probabilities(distances, threshold, query_scale, threshold_scale, noise
     return float(out) if out.ndim == 0 else out
 
 
-def noise_survival(n, scale, noise):
+def noise_survival(n, scale: float, noise: str):
     """``P(Z >= n)`` for integers ``n``: ``Z ~ DLap(scale)`` or ``N_Z(0, scale^2)``.
 
     For planning figures (no safety margin).
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import noise_survival
+    >>> float(noise_survival(0, 10.0, "laplace")) > 0.5
+    True
     """
     n = np.asarray(n, dtype=np.float64)
     if noise == "gaussian":
@@ -312,8 +320,15 @@ def noise_survival(n, scale, noise):
     return np.where(n >= 1, np.where(n > 1e15, 0.0, upper), lower)
 
 
-def noise_quantiles(scale, noise, n_nodes):
-    """Mid-point quantiles of the noise: a quadrature of ``n_nodes`` equal weights."""
+def noise_quantiles(scale: float, noise: str, n_nodes: int):
+    """Mid-point quantiles of the noise: a quadrature of ``n_nodes`` equal weights.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import noise_quantiles
+    >>> noise_quantiles(5.0, "gaussian", 4).tolist()
+    [-6.0, -2.0, 2.0, 6.0]
+    """
     u = (np.arange(n_nodes) + 0.5) / n_nodes
     if noise == "gaussian":
         radius, pmf, _, _, _ = _gaussian_table(float(scale))

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..accounting._events import ApproximateEvent, BoundedRangeEvent, PureEvent
+from ..accounting import ApproximateEvent, BoundedRangeEvent, PureEvent
 from ..noise import (
     DiscreteNoiseStream,
     default_grid_step,
@@ -136,14 +136,15 @@ class _TestMechanism(Mechanism):
         # Each threshold draw that saw a query is one AboveThreshold instance.
         # Under the paper's structure each fallback answer given costs
         # fallback_epsilon by basic composition; under the joint calibrations
-        # every started instance carries its fallback slot (``docs/design.rst``,
-        # "Joint composition of the test and its fallback").
+        # every started instance carries a fallback slot, up to the slots paid
+        # for (``docs/design.rst``, "Joint composition of the test and its
+        # fallback").
         started = _instances_started(engine.test)
         cal = self.calibration
         if cal.paper_structure:
             fallbacks = engine.n_fallback
         else:
-            fallbacks = started if cal.n_fallbacks else 0
+            fallbacks = min(started, cal.n_fallbacks)
         return cal.epsilon_after(started, fallbacks), cal.delta_after(started)
 
     def privacy_events(self, label=None):
@@ -200,7 +201,7 @@ class StabilityTest(_TestMechanism):
     >>> from dpsklearn.mechanisms import StabilityTest
     >>> test = StabilityTest.calibrate(1.0, 1e-5, max_unstable=100)
     >>> test.calibration.name, test.calibration.threshold
-    ('laplace', 3000.0)
+    ('laplace', 2375.0)
     >>> [type(e).__name__ for e in test.privacy_events()]
     ['ApproximateEvent']
     >>> legacy = StabilityTest.calibrate(

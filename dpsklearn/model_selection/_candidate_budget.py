@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting._events import ApproximateEvent, PureEvent
+from ..accounting import ApproximateEvent, PureEvent
 from ..exceptions import BudgetExhaustedError
-from ..mechanisms._repeat_select import curve_of_events
+from ..mechanisms import curve_of_events
 
 __all__ = ["CandidateBudget", "ProbedEvents"]
 

@@ -41,8 +41,12 @@ from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, take_rows
 from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError
-from ..mechanisms import MechanismOptions, RepeatAndSelect, resolve_mechanism
-from ..mechanisms._repeat_select import curve_of_events
+from ..mechanisms import (
+    MechanismOptions,
+    RepeatAndSelect,
+    curve_of_events,
+    resolve_mechanism,
+)
 from ._candidate_budget import CandidateBudget, ProbedEvents
 
 __all__ = ["PrivateGridSearch", "is_publishable"]

@@ -16,8 +16,7 @@ from scipy.special import log_softmax, ndtr
 from scipy.stats import binom
 
 from .._validation import FINITE_POSITIVE, validate_params
-from ..mechanisms._gnmax import _check_counts
-from ..mechanisms._sparse_vector_tails import noise_quantiles, noise_survival
+from ..mechanisms import check_vote_counts, noise_quantiles, noise_survival
 
 __all__ = [
     "argmax_win_probability",
@@ -133,7 +132,7 @@ def confident_gnmax_outcome(
     >>> round(out["answered_fraction"], 3), round(out["accuracy_answered"], 3)
     (0.5, 1.0)
     """
-    counts = _check_counts(counts)
+    counts = check_vote_counts(counts)
     n_queries = counts.shape[0]
     if n_queries == 0:
         raise ValueError("counts must hold at least one query.")

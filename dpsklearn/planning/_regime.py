@@ -62,13 +62,13 @@ from .._validation import (
 )
 from ..accounting import per_release_epsilon
 from ..mechanisms import (
+    HistogramRelease,
     calibrate_confident_gnmax,
     confident_gnmax_threshold,
     gnmax_sigma,
     sparse_vector_candidates,
     vote_counts,
 )
-from ..mechanisms._selection import HistogramRelease
 from ..noise import NoiseSource, make_noise_generators
 from ..teachers import (
     fit_teachers,
