@@ -32,12 +32,11 @@ RANKS = {
     "_validation": 1,
     "noise": 2,
     "accounting": 2,
-    "serving": 2,
     "metrics": 2,
-    "audit": 2,
+    "_released": 2,
+    "serving": 3,
     "mechanisms": 3,
-    "_base": 3,
-    "_released": 3,
+    "_base": 4,
     "teachers": 4,
     "planning": 5,
     "ensemble": 6,
@@ -45,9 +44,10 @@ RANKS = {
     "erm": 6,
     "queries": 6,
     "model_selection": 7,
+    "audit": 8,
     "demo": 8,
-    "__main__": 9,
     "__init__": 9,
+    "__main__": 10,
 }
 
 
@@ -74,9 +74,12 @@ def _imports(path):
             else:
                 continue
             names = [alias.name for alias in node.names]
-            if not module:  # ``from . import x`` at the top: x is a unit
-                for name in names:
-                    yield name, [], [], node.lineno
+            if not module:  # ``from . import x`` at the top: a unit, or a name
+                for name in names:  # of the package's ``__init__``
+                    if name in RANKS:
+                        yield name, [], [], node.lineno
+                    else:
+                        yield "__init__", [], [name], node.lineno
             else:
                 yield module[0], module[1:], names, node.lineno
         elif isinstance(node, ast.Import):

@@ -127,7 +127,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     >>> reg.predict(X[:3]).shape
     (3,)
     >>> reg.calibration_, round(reg.noise_std_, 1)  # Gaussian from 9 queries on
-    ('gaussian', 76.9)
+    ('gaussian', 70.9)
     >>> one = PrivatePredictionRegressor(
     ...     n_estimators=100, epsilon=1.0, max_queries=1,
     ...     target_range=(-300, 300), random_state=0).fit(X, y)

@@ -178,14 +178,13 @@ def make_abstention_scorer(metric=None):
     >>> import numpy as np
     >>> from sklearn.model_selection import GridSearchCV
     >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from dpsklearn import SubsampleAggregateClassifier, SparseVector
+    >>> from dpsklearn import SubsampleAggregateClassifier
     >>> from dpsklearn.metrics import make_abstention_scorer
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 2)); y = (X[:, 0] > 0).astype(int)
     >>> model = SubsampleAggregateClassifier(
     ...     DecisionTreeClassifier(max_depth=1), n_estimators=30, classes=[0, 1],
-    ...     mechanism=SparseVector(fallback="abstain"),
-    ...     random_state=0)
+    ...     max_queries=300, random_state=0)  # Confident-GNMax: it may abstain
     >>> search = GridSearchCV(model, {"epsilon": [0.5, 8.0]}, cv=2,
     ...                       scoring=make_abstention_scorer(), refit="score")
     >>> search = search.fit(X, y)

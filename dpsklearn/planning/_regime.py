@@ -258,8 +258,8 @@ def predict_regime(
     private_prediction rdp 1.0 1.0
     private_prediction kov 1.0 0.986
     private_prediction bounded_range 1.0 1.0
-    confident_gnmax rdp 0.93 0.997
-    gnmax rdp 1.0 1.0
+    confident_gnmax gdp 0.96 0.999
+    gnmax gdp 1.0 1.0
 
     Unanimous votes of 1,000 teachers: the stability test needs a distance
     above its threshold (about 2,100 votes at ``T = 100``), so it answers
