@@ -21,7 +21,9 @@ from sklearn.dummy import DummyClassifier
 
 from dpsklearn import (
     PrivacyAccountant,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import kov_delta
@@ -237,9 +239,10 @@ def test_gaussian_is_inadmissible_without_max_queries():
 
 def test_gaussian_without_a_fitting_coefficient_says_why():
     # log K / (alpha - 1) alone exceeds a tiny budget: no coefficient fits.
-    assert sparse_vector_candidates(0.05, 1e-5, 1000, max_queries=10**6)[
-        "gaussian"
-    ] is None
+    assert (
+        sparse_vector_candidates(0.05, 1e-5, 1000, max_queries=10**6)["gaussian"]
+        is None
+    )
     with pytest.raises(ValueError, match="no noise scale"):
         calibrate_sparse_vector(0.05, 1e-5, 1000, "gaussian", max_queries=10**6)
 
@@ -252,7 +255,7 @@ def test_gaussian_calibration_needs_max_queries_before_anything_is_spent():
     accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     model = SubsampleAggregateClassifier(
         n_estimators=10,
-        calibration="gaussian",
+        mechanism=SparseVector(noise="gaussian"),
         classes=[0, 1],
         accountant=accountant,
         random_state=0,
@@ -268,7 +271,7 @@ def test_gaussian_calibration_serves_with_gaussian_noise():
         model = SubsampleAggregateClassifier(
             n_estimators=30,
             epsilon=1e4,
-            calibration="gaussian",
+            mechanism=SparseVector(noise="gaussian"),
             max_queries=100,
             classes=[0, 1],
             random_state=0,
@@ -292,12 +295,10 @@ def test_joint_spending_follows_the_calibration():
             DummyClassifier(strategy="stratified"),
             n_estimators=5,
             epsilon=1.0,
-            max_unstable=20,
+            mechanism=SparseVector(max_unstable=20),
             classes=[0, 1],
             random_state=0,
             noise_random_state=0,
-            on_exhausted="abstain",
-            abstain_label=-1,
         ).fit(X, Y)
     model.predict(X[:10])
     status = model.budget_status()
@@ -316,12 +317,11 @@ def test_max_unstable_auto_takes_the_planners_choice():
         model = SubsampleAggregateClassifier(
             n_estimators=1000,
             epsilon=8.0,
-            max_unstable="auto",
-            fallback="abstain",
-            abstain_label=-1,
+            mechanism=SparseVector(
+                max_unstable="auto", fallback="abstain", unstable_fraction=0.02
+            ),
             classes=[0, 1],
             max_queries=500,
-            unstable_fraction=0.02,
             random_state=0,
         ).fit(X_big, y_big)
     best = plan_stability_test(
@@ -339,7 +339,11 @@ def test_max_unstable_auto_takes_the_planners_choice():
 def test_fit_warns_when_nothing_can_pass():
     with pytest.warns(UserWarning, match="even unanimous votes"):
         SubsampleAggregateClassifier(
-            n_estimators=40, epsilon=1.0, classes=[0, 1], random_state=0
+            n_estimators=40,
+            epsilon=1.0,
+            mechanism="sparse_vector",
+            classes=[0, 1],
+            random_state=0,
         ).fit(X, Y)
 
 
@@ -347,15 +351,16 @@ def test_soft_labels_take_every_route():
     from sklearn.datasets import make_regression
 
     Xr, yr = make_regression(n_samples=400, n_features=3, random_state=0)
-    for name in ("laplace", "gaussian", "exact"):
+    # The paper calibrations ("exact", ...) are the mechanism's reference
+    # implementations (test_calibration); the estimator offers the noise.
+    for name in ("laplace", "gaussian"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             reg = SoftLabelPrivateRegressor(
                 n_estimators=10,
                 epsilon=2.0,
-                max_unstable=10,
+                mechanism=SoftLabelHistogram(max_unstable=10, noise=name),
                 max_queries=50,
-                calibration=name,
                 target_range=(-300, 300),
                 noise_random_state=0,
             ).fit(Xr, yr)
@@ -415,10 +420,8 @@ def test_planner_takes_the_most_teachers_when_nothing_can_pass():
         warnings.simplefilter("ignore")
         model = SubsampleAggregateClassifier(
             epsilon=1.0,
-            max_unstable=100,
-            fallback="noisy_max",
+            mechanism=SparseVector(max_unstable=100, fallback="noisy_max"),
             classes=[0, 1],
-            min_samples_per_shard=2,
             random_state=0,
         ).fit(X, Y)
-    assert model.n_estimators_ == X.shape[0] // 2
+    assert model.n_estimators_ == X.shape[0] // 20  # 20 rows per shard
