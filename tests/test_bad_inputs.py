@@ -244,7 +244,7 @@ CASES = {
         lambda acc: _subsample(accountant=acc),
         X[:1],
         Y_CLASS[:1],
-        match="single class",
+        match="one class",
     ),
     "subsample: two rows, k = 4": _fit_case(
         lambda acc: _subsample(accountant=acc),
