@@ -54,7 +54,7 @@ from _harness import (  # noqa: E402
     write_markdown,
 )
 
-from dpsklearn import SubsampleAggregateClassifier  # noqa: E402
+from dpsklearn import SparseVector, SubsampleAggregateClassifier  # noqa: E402
 from dpsklearn.datasets import load_adult  # noqa: E402
 from dpsklearn.demo import adult_encoder  # noqa: E402
 
@@ -85,8 +85,7 @@ def make_model(classes, n_estimators):
         n_estimators=n_estimators,
         epsilon=1.0,
         delta=1e-6,
-        fallback="abstain",
-        abstain_label="abstain",
+        mechanism=SparseVector(fallback="abstain"),
         classes=classes,
         random_state=0,
         n_jobs=N_WORKERS,

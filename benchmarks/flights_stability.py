@@ -60,6 +60,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from dpsklearn import (  # noqa: E402
     PrivacyLeakWarning,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import per_release_epsilon  # noqa: E402
@@ -179,10 +180,7 @@ def planned_model(data, ks, full, delta):
         n_estimators=plan.n_estimators,
         epsilon=2.0,
         delta=delta,
-        max_unstable=plan.max_unstable,
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=plan.max_unstable, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
         n_jobs=2,
@@ -224,10 +222,7 @@ def fit_teachers(k, X, y, n_jobs=2):
         n_estimators=k,
         epsilon=2.0,
         delta=DELTA,
-        max_unstable=200,
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=200, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
         n_jobs=n_jobs,
@@ -412,7 +407,9 @@ def timing(model, data, m, log):
         agreement=AGREEMENT,
         n_estimators=model.n_estimators_,
     )[0]
-    served = clone(model).set_params(max_unstable=plan.max_unstable, max_queries=m)
+    served = clone(model).set_params(
+        mechanism__max_unstable=plan.max_unstable, max_queries=m
+    )
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -71,7 +71,9 @@ from _harness import (  # noqa: E402
 from dpsklearn import (  # noqa: E402
     KnowledgeTransferClassifier,
     PrivatePredictionClassifier,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.baselines import base_rate, teacher_majority_vote  # noqa: E402
@@ -80,7 +82,6 @@ from dpsklearn.demo import adult_encoder  # noqa: E402
 
 EPSILON = 1.0
 DELTA = 1e-5
-ABSTAIN = "abstain"
 
 
 # -- data -------------------------------------------------------------------------
@@ -224,24 +225,25 @@ def generated_reviews(n_train=2000, n_test=1000, seed=0):
 # -- the estimators ------------------------------------------------------------------
 
 
-def classifiers(classes, n_queries, shard_rows):
-    """(name, factory(teacher, noise_seed)) for every classifier and mechanism."""
+def classifiers(classes, n_queries, n_estimators):
+    """(name, factory(teacher, noise_seed)) for every classifier and mechanism.
+
+    ``n_estimators``: the rows over ``shard_rows`` (what ``"auto"`` took at
+    these sizes with that many rows per shard before 0.2 fixed it at 20).
+    """
     common = dict(
         epsilon=EPSILON,
         delta=DELTA,
         classes=classes,
         random_state=0,
-        min_samples_per_shard=shard_rows,
+        n_estimators=n_estimators,
     )
     return [
         (
             "SubsampleAggregate sparse vector",
             lambda teacher, seed: SubsampleAggregateClassifier(
                 teacher,
-                max_unstable=100,
-                fallback="noisy_max",
-                abstain_label=ABSTAIN,
-                on_exhausted="abstain",
+                mechanism=SparseVector(max_unstable=100, fallback="noisy_max"),
                 noise_random_state=seed,
                 **common,
             ),
@@ -252,8 +254,6 @@ def classifiers(classes, n_queries, shard_rows):
                 teacher,
                 mechanism="confident_gnmax",
                 max_queries=n_queries,
-                abstain_label=ABSTAIN,
-                on_exhausted="abstain",
                 noise_random_state=seed,
                 **common,
             ),
@@ -280,11 +280,9 @@ def classifiers(classes, n_queries, shard_rows):
                 teacher,
                 epsilon=EPSILON,
                 delta=DELTA,
-                gamma=0.1,
-                max_unstable=100,
-                on_exhausted="abstain",
+                mechanism=SoftLabelHistogram(gamma=0.1, max_unstable=100),
                 random_state=0,
-                min_samples_per_shard=shard_rows,
+                n_estimators=n_estimators,
                 noise_random_state=seed,
             ),
         ),
@@ -301,7 +299,7 @@ def run_one(name, model, X, y, X_query, classes):
     return model.predict(X_query, return_abstained=True)
 
 
-def knowledge_transfer(teacher, student, seed, classes, n_public, shard_rows):
+def knowledge_transfer(teacher, student, seed, classes, n_public, n_estimators):
     private_teacher = PrivatePredictionClassifier(
         teacher,
         epsilon=EPSILON,
@@ -309,7 +307,7 @@ def knowledge_transfer(teacher, student, seed, classes, n_public, shard_rows):
         max_queries=(3 * n_public) // 4,
         classes=classes,
         random_state=0,
-        min_samples_per_shard=shard_rows,
+        n_estimators=n_estimators,
         noise_random_state=seed,
     )
     return private_teacher, KnowledgeTransferClassifier(
@@ -322,13 +320,14 @@ def measure(form, data_train, y, X_query, y_query, X_public, teacher, student,
             classes, n_seeds, shard_rows, progress):
     """Rows of one input form: every estimator, mean over the noise seeds."""
     n_queries = len(y_query)
+    n_estimators = len(y) // shard_rows
     full = clone(teacher()).fit(data_train, y)
     reference = {
         "base_rate": base_rate(y, y_query),
         "full_model": float(np.mean(full.predict(X_query) == y_query)),
     }
     rows = []
-    for name, factory in classifiers(classes, n_queries, shard_rows):
+    for name, factory in classifiers(classes, n_queries, n_estimators):
         runs = []
         start = time.perf_counter()
         for seed in range(n_seeds):
@@ -349,7 +348,7 @@ def measure(form, data_train, y, X_query, y_query, X_public, teacher, student,
     start = time.perf_counter()
     for seed in range(n_seeds):
         private_teacher, kt = knowledge_transfer(
-            teacher(), student(), seed, classes, len(X_public), shard_rows
+            teacher(), student(), seed, classes, len(X_public), n_estimators
         )
         kt.fit(data_train, y, X_public=X_public)
         labels = kt.predict(X_query)

@@ -1,6 +1,6 @@
 """Kernel ridge at scale: 100,000 rows of Friedman #1, time, memory and R^2.
 
-:class:`~dpsklearn.PrivateKernelRidge` with ``n_estimators=k`` shards
+:class:`~dpsklearn.PrivateKernelRidge` with ``OutputPerturbation(n_shards=k)``
 (divide and conquer) on 100,000 private rows of scikit-learn's Friedman #1
 (10 inputs, noise sd 1; the target centred at the public midpoint 15 of its
 range ``(-5, 35)``, so ``y_bound = 20``). Goals: the fit in at most 60 s of
@@ -17,10 +17,10 @@ processes whose memory ``ru_maxrss`` does not add up). The wall time is the
 
 Rows, each beside the others on the same test rows:
 
-* **private**, ``release="predictions"``: 2,000 answers at ``epsilon`` 1 and
-  8 (``max_queries = 2000``, ``delta = 1e-5``), each the mean of the ``k``
-  clipped shard predictions plus grid Laplace noise;
-* **private**, ``release="model"``: the noisy mean of the shards'
+* **private**, ``OutputPerturbation(release="predictions")``: 2,000 answers
+  at ``epsilon`` 1 and 8 (``max_queries = 2000``, ``delta = 1e-5``), each the
+  mean of the ``k`` clipped shard predictions plus grid Laplace noise;
+* **private**, ``OutputPerturbation(release="model")``: the noisy mean of the shards'
   random-feature weights, released once; its predictions are free;
 * **non-private sharded**: the same ``k`` shard fits averaged, no noise;
 * **non-private unsharded**: one exact fit at about the largest ``n`` whose
@@ -103,29 +103,40 @@ def friedman(n):
 # -- the child: one fit, measured in its own process -----------------------------
 def child(config):
     from joblib import parallel_config
+    from sklearn import config_context
     from sklearn.metrics import r2_score
     from threadpoolctl import threadpool_limits
 
-    from dpsklearn import PrivacyLeakWarning, PrivateKernelRidge
+    from dpsklearn import OutputPerturbation, PrivacyLeakWarning, PrivateKernelRidge
 
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     (X, y), val, test = friedman(config["n"])
     X_eval, y_eval = val if config["split"] == "validation" else test
     model = PrivateKernelRidge(
-        gamma=config["gamma"],
+        kernel_params={"gamma": config["gamma"]},
         alpha=config["alpha"],
         y_bound=Y_BOUND,
         epsilon=config["epsilon"],
         delta=1e-5,
         max_queries=N_EVAL,
-        release=config["release"],
-        n_components=config.get("components", 100),
-        n_estimators=config["k"],
-        working_memory=config.get("working_memory"),
+        mechanism=OutputPerturbation(
+            release=config["release"],
+            n_components=config.get("components", 100),
+            n_shards=config["k"],
+        ),
         random_state=0,
         noise_random_state=config.get("seed", 0),
     )
-    with parallel_config(backend="threading", n_jobs=2), threadpool_limits(1):
+    # scikit-learn's working_memory (MiB) bounds the shards' arrays; None
+    # keeps its default.
+    memory = {}
+    if config.get("working_memory") is not None:
+        memory["working_memory"] = config["working_memory"]
+    with (
+        config_context(**memory),
+        parallel_config(backend="threading", n_jobs=2),
+        threadpool_limits(1),
+    ):
         start = time.perf_counter()
         model.fit(X, y)
         seconds = time.perf_counter() - start

@@ -19,8 +19,9 @@ scaling inside each teacher):
 * ``PrivatePredictionClassifier`` (exponential mechanism, ``k`` from
   Theorem 1, every row charged), and with ``mechanism="gnmax"`` (Gaussian
   noisy argmax) at the same ``k``, so both mechanisms answer from the same
-  teachers; ``calibration="auto"`` (it takes ``"rdp"``), recorded in the
-  mechanism name;
+  teachers; the tightest per-query split (the committed table was measured
+  under the former ``calibration="auto"``, the same choice), recorded in
+  the mechanism name;
 * ``KnowledgeTransferClassifier``: a ``PrivatePredictionClassifier`` labels
   public rows, a scaled LogisticRegression student is fitted on them and
   answers every query for free; ``query_strategy="sequential"`` (every
@@ -32,8 +33,9 @@ scaling inside each teacher):
 * ``ExponentialMechanismERM`` over decision stumps (64 thresholds per
   feature on public bounds), which releases one stump.
 
-Every model has ``on_exhausted="abstain"``: after it halts, further rows get
-the abstain label (free) and count as wrong in "accuracy over all m".
+Every model abstains after it halts (as every estimator does since 0.2; the
+table was measured with the former ``on_exhausted="abstain"``): further rows
+get the abstain label (free) and count as wrong in "accuracy over all m".
 
 Teachers that are identical across rows (same data, ``k`` and
 ``random_state``) are fitted once and reused (``_data.CachedFitPipeline``):
@@ -76,11 +78,14 @@ from _harness import (  # noqa: E402
 )
 
 from dpsklearn import (  # noqa: E402
+    ConfidentGNMax,
     DecisionStumps,
     ExponentialMechanismERM,
     KnowledgeTransferClassifier,
     PrivatePredictionClassifier,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import per_release_epsilon
@@ -111,6 +116,8 @@ QUICK = {
     "min_samples_per_shard": {"adult": 100},
 }
 DEFAULT_QUERIES = 500  # digits and breast cancer: limited by their held-out rows
+# The estimators' n_estimators="auto" keeps 20 rows per shard (fixed since
+# 0.2); a setting with more rows per shard passes the planner's k explicitly.
 DEFAULT_MIN_PER_SHARD = 20
 T_PLANNER = 100  # the estimators' default max_unstable
 T_SWEEP = 10
@@ -140,10 +147,6 @@ def full_model():
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 
 
-def abstain_label(classes):
-    return -1 if np.asarray(classes).dtype.kind in "iu" else "abstain"
-
-
 def _votes(teachers, X, n_classes):
     counts = np.zeros((X.shape[0], n_classes), dtype=np.int64)
     for t in teachers:
@@ -161,7 +164,6 @@ class Runner:
         self.m = data.X_query.shape[0]
         self.n_public = data.X_public.shape[0]
         self.classes = data.classes
-        self.abstain = abstain_label(data.classes)
         self.seen_k = set()
         self.votes = {}  # k -> accuracy of the non-private teacher vote
         y = data.y_train
@@ -193,6 +195,12 @@ class Runner:
 
     def k_data(self):
         return max(1, self.n // self.min_per_shard)
+
+    def n_estimators(self, k, planner=True):
+        """``"auto"`` where the estimator's own planner gives ``k``, else ``k``."""
+        if planner and self.min_per_shard == DEFAULT_MIN_PER_SHARD:
+            return "auto"
+        return k
 
     def k_private_prediction(self, epsilon, m):
         eps_q, _ = per_release_epsilon(epsilon, DELTA, m, release="exponential")
@@ -266,15 +274,11 @@ class Runner:
             k = max(2, k // setting["k_factor"])
         model = SubsampleAggregateClassifier(
             teacher(),
-            n_estimators="auto" if setting["k_factor"] == 1 else k,
+            n_estimators=self.n_estimators(k, setting["k_factor"] == 1),
             epsilon=epsilon,
             delta=DELTA,
-            max_unstable=T,
-            fallback=fallback,
-            abstain_label=self.abstain,
-            on_exhausted="abstain",
+            mechanism=SparseVector(max_unstable=T, fallback=fallback),
             classes=self.classes,
-            min_samples_per_shard=self.min_per_shard,
             random_state=RANDOM_STATE,
         )
         fit_s = self._fit(model, self.data.X_train, self.data.y_train, k)
@@ -305,16 +309,12 @@ class Runner:
             k = max(2, k // setting["k_factor"])
         model = SubsampleAggregateClassifier(
             teacher(),
-            n_estimators="auto" if setting["k_factor"] == 1 else k,
+            n_estimators=self.n_estimators(k, setting["k_factor"] == 1),
             epsilon=epsilon,
             delta=DELTA,
-            mechanism="confident_gnmax",
+            mechanism=ConfidentGNMax(max_answers=max_answers),
             max_queries=self.m,
-            max_answers=max_answers,
-            abstain_label=self.abstain,
-            on_exhausted="abstain",
             classes=self.classes,
-            min_samples_per_shard=self.min_per_shard,
             random_state=RANDOM_STATE,
         )
         fit_s = self._fit(model, self.data.X_train, self.data.y_train, k)
@@ -352,14 +352,17 @@ class Runner:
         teacher the data supports).
         """
         if k_rule == "auto":
-            k = self.k_data() if mechanism == "gnmax" else None
-            n_estimators = "auto"
+            if mechanism == "gnmax":
+                k = self.k_data()
+            else:
+                k = self.k_private_prediction(epsilon, m)
+            n_estimators = self.n_estimators(k)
         else:
             k = self.k_private_prediction(epsilon, m)
             if k_factor != 1:
                 k = max(2, k // k_factor)
             planner = k_factor == 1 and mechanism == "exponential"
-            n_estimators = "auto" if planner else k
+            n_estimators = self.n_estimators(k, planner)
         model = PrivatePredictionClassifier(
             teacher(),
             n_estimators=n_estimators,
@@ -367,7 +370,6 @@ class Runner:
             delta=DELTA,
             max_queries=m,
             classes=self.classes,
-            min_samples_per_shard=self.min_per_shard,
             random_state=RANDOM_STATE,
             mechanism=mechanism,
         )
@@ -469,12 +471,10 @@ class Runner:
         T = setting["T"]
         model = SoftLabelPrivateRegressor(
             teacher(),
+            n_estimators=self.n_estimators(self.k_data()),
             epsilon=epsilon,
             delta=DELTA,
-            gamma=SOFT_LABEL_GAMMA,
-            max_unstable=T,
-            on_exhausted="abstain",
-            min_samples_per_shard=self.min_per_shard,
+            mechanism=SoftLabelHistogram(gamma=SOFT_LABEL_GAMMA, max_unstable=T),
             random_state=RANDOM_STATE,
         )
         k = self.k_data()

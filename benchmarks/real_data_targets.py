@@ -69,9 +69,11 @@ from _harness import (  # noqa: E402
 )
 
 from dpsklearn import (  # noqa: E402
+    ConfidentGNMax,
     KnowledgeTransferClassifier,
     PrivacyLeakWarning,
     PrivatePredictionClassifier,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import per_release_epsilon
@@ -83,7 +85,6 @@ from dpsklearn.noise import NoiseSource, exponential_mechanism  # noqa: E402
 from dpsklearn.planning import predict_regime  # noqa: E402
 
 DELTA = 1e-5
-ABSTAIN = "abstain"
 ADULT_TARGET = 0.840
 SHUTTLE_ANSWERED, SHUTTLE_ACCURACY = 0.90, 0.99
 
@@ -365,7 +366,6 @@ def ensemble_votes(X_private, y_private, classes, k, teacher, X_list):
         n_estimators=k,
         mechanism="confident_gnmax",
         max_queries=1,
-        abstain_label=ABSTAIN,
         classes=classes,
         random_state=0,
         n_jobs=2,
@@ -570,11 +570,8 @@ def make_teacher(config, classes):
         n_estimators=config["k"],
         epsilon=config["epsilon"],
         delta=DELTA,
-        mechanism="confident_gnmax",
+        mechanism=ConfidentGNMax(max_answers=config["max_answers"]),
         max_queries=config["m"],
-        max_answers=config["max_answers"],
-        abstain_label=ABSTAIN,
-        on_exhausted="abstain",
         classes=classes,
         random_state=0,
         n_jobs=2,
@@ -662,16 +659,13 @@ def answer_rate_rows(data, epsilon, ks, log):
         "base_rate": base_rate(data["y_private"], y_q),
         "full_model": _accuracy(full_model.predict(X_q), y_q),
     }
-    abstain = -1
     rows = []
     for k in ks:
         variants = [
             (
                 "SubsampleAggregate sparse_vector (T=100, auto)",
                 dict(
-                    mechanism="sparse_vector",
-                    max_unstable=100,
-                    fallback="abstain",
+                    mechanism=SparseVector(max_unstable=100, fallback="abstain"),
                     max_queries=m,
                 ),
             ),
@@ -682,9 +676,8 @@ def answer_rate_rows(data, epsilon, ks, log):
                     "SubsampleAggregate confident_gnmax "
                     f"(max_answers={int(m * share)})",
                     dict(
-                        mechanism="confident_gnmax",
+                        mechanism=ConfidentGNMax(max_answers=int(m * share)),
                         max_queries=m,
-                        max_answers=int(m * share),
                     ),
                 )
             )
@@ -708,8 +701,6 @@ def answer_rate_rows(data, epsilon, ks, log):
                     n_estimators=k,
                     epsilon=epsilon,
                     delta=DELTA,
-                    abstain_label=abstain,
-                    on_exhausted="abstain",
                     classes=classes,
                     random_state=0,
                     n_jobs=2,
@@ -735,11 +726,15 @@ def answer_rate_rows(data, epsilon, ks, log):
                     "epsilon": epsilon,
                     "delta": DELTA,
                     "m": m,
-                    "T_or_max_answers": params.get(
-                        "max_answers", params.get("max_unstable")
-                    )
-                    if params
-                    else None,
+                    "T_or_max_answers": (
+                        getattr(
+                            params["mechanism"],
+                            "max_answers",
+                            getattr(params["mechanism"], "max_unstable", None),
+                        )
+                        if params
+                        else None
+                    ),
                     "calibration": getattr(model, "calibration_", None),
                     "answered": n_ans / m,
                     "acc_answered": acc_ans,
@@ -772,12 +767,13 @@ def _regime_prediction(model, params, X_q, y_q, epsilon, m):
     """
     counts = model._vote_counts(model._validate_query(X_q))
     y_index = np.searchsorted(model.classes_, y_q)
-    if params is None:
+    options = None if params is None else params["mechanism"]
+    if options is None:
         mechanism, extra = "private_prediction", {}
-    elif params["mechanism"] == "sparse_vector":
-        mechanism, extra = "sparse_vector", {"max_unstable": params["max_unstable"]}
+    elif isinstance(options, SparseVector):
+        mechanism, extra = "sparse_vector", {"max_unstable": options.max_unstable}
     else:
-        mechanism, extra = "confident_gnmax", {"max_answers": params["max_answers"]}
+        mechanism, extra = "confident_gnmax", {"max_answers": options.max_answers}
     rows = predict_regime(
         counts,
         y_true=y_index,

@@ -691,8 +691,8 @@ def render(payload, settings, quick):
         f"answers to the first {N_ANSWERS:,} test rows, or all of them if "
         "fewer (the student's configuration, `max_queries` = the rows "
         "answered), next to the "
-        "student's on the same rows. 'calibration' is what "
-        '`calibration="auto"` chose for the teacher. The feature maps '
+        "student's on the same rows. 'calibration' is the split the teacher "
+        "took (`calibration_`, its tightest admissible one). The feature maps "
         "(wide, compact) are described in the script's docstring.",
         "",
         *([] if quick else [SECOND_LOOK, ""]),

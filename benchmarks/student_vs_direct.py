@@ -6,13 +6,13 @@ unlabelled rows exist. Two ways to spend the same budget
 
 * **student** -- :class:`~dpsklearn.KnowledgeTransferClassifier`: a
   :class:`~dpsklearn.PrivatePredictionClassifier` teacher (exponential
-  mechanism, ``calibration="auto"``) labels 3/4 of the public rows
+  mechanism, the tightest per-query split) labels 3/4 of the public rows
   (``query_strategy="uncertainty"``, margin sampling in 5 rounds, the
   teacher's ``max_queries`` = the rows asked), a scaled LogisticRegression
   student is fitted on the labels and published; the 2,000 queries are then
   answered by the student for free (post-processing).
 * **direct** -- :class:`~dpsklearn.PrivatePredictionClassifier` with
-  ``max_queries = 2000`` (exponential mechanism, ``calibration="auto"``)
+  ``max_queries = 2000`` (exponential mechanism, the tightest split)
   answers the 2,000 queries itself, each one charged.
 
 Both use the teachers of ``benchmarks/privacy_utility.py``
@@ -122,7 +122,6 @@ def direct_model(k, classes, seed):
         epsilon=EPSILON,
         delta=DELTA,
         max_queries=N_QUERIES,
-        calibration="auto",
         classes=classes,
         random_state=RANDOM_STATE,
         noise_random_state=seed,
@@ -137,7 +136,6 @@ def student_model(k, classes, n_asked, seed):
             epsilon=EPSILON,
             delta=DELTA,
             max_queries=n_asked,
-            calibration="auto",
             classes=classes,
             random_state=RANDOM_STATE,
             noise_random_state=seed,
@@ -342,14 +340,14 @@ def write(result, out_dir, stem):
         "",
         f"Both arms spend epsilon = {EPSILON:g}, delta = {DELTA:g} in total. "
         "*student*: `KnowledgeTransferClassifier` whose "
-        "`PrivatePredictionClassifier` teacher (exponential mechanism, "
-        "`calibration='auto'`) labels "
+        "`PrivatePredictionClassifier` teacher (exponential mechanism, the "
+        "tightest per-query split) labels "
         f"{KT_UNCERTAINTY_FRACTION:.0%} of {config['n_public']:,} public rows "
         f"(`query_strategy='uncertainty'`, {KT_ROUNDS} rounds, `max_queries` = "
         "the rows asked); the published student (scaled LogisticRegression) "
         f"answers the {N_QUERIES:,} queries for free. *direct*: "
-        f"`PrivatePredictionClassifier(max_queries={N_QUERIES}, "
-        "calibration='auto')`, exponential mechanism, charged per query. "
+        f"`PrivatePredictionClassifier(max_queries={N_QUERIES})`, exponential "
+        "mechanism, charged per query. "
         "Teachers: scaled LogisticRegression on disjoint shards, the same "
         "shards for both arms at a given k.",
         "",

@@ -90,6 +90,8 @@ class Interval(_Constraint):
     'a float in the range (0, 1)'
     >>> Interval(Real, 0, 1, closed="neither").is_satisfied_by(0.5)
     True
+    >>> Interval(Real, 0, None, closed="left").is_satisfied_by(float("inf"))
+    False
     """
 
     def __init__(
@@ -116,9 +118,15 @@ class Interval(_Constraint):
             return False
         lower = operator.ge if self.closed in ("left", "both") else operator.gt
         upper = operator.le if self.closed in ("right", "both") else operator.lt
-        if self.left is not None and not lower(value, self.left):
-            return False
-        return self.right is None or upper(value, self.right)
+        # An unbounded end is open, as ``__str__`` prints it and as in
+        # scikit-learn: ``None`` accepts every finite number, never +-inf.
+        left = -math.inf if self.left is None else self.left
+        right = math.inf if self.right is None else self.right
+        if self.left is None:
+            lower = operator.gt
+        if self.right is None:
+            upper = operator.lt
+        return lower(value, left) and upper(value, right)
 
     def __str__(self) -> str:
         kind = "an int" if self.type is Integral else "a float"

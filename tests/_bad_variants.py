@@ -34,9 +34,9 @@ that the audit has teeth.
   ``4/sigma^2``-zCDP, four times the claim. Audited in
   ``tests/test_audit_estimators.py``.
 * :func:`grid_gaussian_half_sigma` -- a fitted
-  ``PrivatePredictionRegressor(calibration="gaussian")`` that serves with
-  half the calibrated ``sigma_u``: each value is then four times the
-  claimed zCDP cost. Audited in ``tests/test_audit_regression.py``.
+  ``PrivatePredictionRegressor(mechanism=ClippedMean(noise="gaussian"))``
+  that serves with half the calibrated ``sigma_u``: each value is then four
+  times the claimed zCDP cost. Audited in ``tests/test_audit_regression.py``.
 * :func:`kernel_ridge_shards_divided_twice` -- a fitted sharded
   ``PrivateKernelRidge`` whose noise is calibrated to the shard average's
   sensitivity divided by ``k`` once more (``Delta / k^2``: the averaging
@@ -231,7 +231,7 @@ def grid_gaussian_half_sigma(model):
     Parameters
     ----------
     model : PrivatePredictionRegressor
-        Fitted with ``calibration="gaussian"``, not yet serving.
+        Fitted with ``ClippedMean(noise="gaussian")``, not yet serving.
 
     Returns
     -------
@@ -253,8 +253,8 @@ def kernel_ridge_shards_divided_twice(model):
     Parameters
     ----------
     model : PrivateKernelRidge
-        Fitted with ``release="predictions"`` and ``n_estimators=k``, not
-        yet serving.
+        Fitted with ``OutputPerturbation(release="predictions", n_shards=k)``,
+        not yet serving.
 
     Returns
     -------

@@ -33,7 +33,9 @@ from dpsklearn import (
     PrivacyLeakWarning,
     PrivacyLedger,
     PrivatePredictionClassifier,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.metrics import make_abstention_scorer, predict_with_abstentions
@@ -44,16 +46,13 @@ X, Y = two_blobs(600, seed=0)
 X_Q, Y_Q = two_blobs(200, seed=1)
 
 
-def halting_model(**params):
+def halting_model(max_unstable=3, **params):
     """Abstains once its T = 3 failed tests are spent (epsilon too small to pass)."""
     defaults = dict(
         estimator=STUMP,
         n_estimators=20,
         epsilon=0.5,
-        max_unstable=3,
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=max_unstable, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
         noise_random_state=0,
@@ -92,9 +91,7 @@ def test_soft_label_score_warns_about_fallback_answers():
         STUMP,
         n_estimators=20,
         epsilon=0.5,
-        max_unstable=2,
-        gamma=0.25,
-        on_exhausted="abstain",
+        mechanism=SoftLabelHistogram(max_unstable=2, gamma=0.25),
         random_state=0,
         noise_random_state=0,
     ).fit(X, Y)

@@ -8,13 +8,13 @@ power, ``epsilon_lower >= 0.5 x claimed``, and shows that a known-bad
 variant (``tests/_bad_variants.py``) exceeds the claim:
 
 * the discrete Gaussian per-query release of
-  :class:`PrivatePredictionRegressor` (``calibration="gaussian"``), at the
+  :class:`PrivatePredictionRegressor` (``ClippedMean(noise="gaussian")``), at the
   ``sigma`` of a model claiming ``(1, 1e-5)`` for one query, on teachers
   trained on one-row shards whose labels differ in one record (the clipped
   mean moves by the whole sensitivity ``(hi - lo) / k``); the bad variant
   serves at ``sigma / 2``;
 * the sharded kernel ridge prediction release of :class:`PrivateKernelRidge`
-  (``n_estimators=k``), whose sensitivity is ``min(Lemma 2 at n/k rows,
+  (``OutputPerturbation(n_shards=k)``), whose sensitivity is ``min(Lemma 2 at n/k rows,
   2 M) / k`` (docs/design.rst, "Sharded kernel ridge"), on two fits that
   differ in one label (``-M`` against ``+M``) at a point the shard fits
   interpolate; the bad variant divides the sensitivity by ``k`` once more.
@@ -39,7 +39,12 @@ from scipy import stats
 from scipy.special import logsumexp
 from sklearn.dummy import DummyRegressor
 
-from dpsklearn import PrivateKernelRidge, PrivatePredictionRegressor
+from dpsklearn import (
+    ClippedMean,
+    OutputPerturbation,
+    PrivateKernelRidge,
+    PrivatePredictionRegressor,
+)
 from dpsklearn.accounting import discrete_gaussian_epsilon
 from dpsklearn.audit import audit, exact_epsilon
 
@@ -127,7 +132,7 @@ def _gaussian_model(nb, epsilon, n_queries, seed=None):
         epsilon=epsilon,
         delta=GAUSS_DELTA,
         max_queries=n_queries,
-        calibration="gaussian",
+        mechanism=ClippedMean(noise="gaussian"),
         target_range=(0.0, 1.0),
         random_state=0,
         noise_random_state=seed,
@@ -250,11 +255,11 @@ KR_X = np.arange(20, dtype=np.float64).reshape(-1, 1) * 10.0
 KR_Y = np.where(np.random.default_rng(3).random(20) < 0.5, -KR_M, KR_M)
 KR_PARAMS = dict(
     kernel="rbf",
-    gamma=1.0,
+    kernel_params={"gamma": 1.0},
     alpha=1e-6,
     y_bound=KR_M,
-    delta=0.0,
-    n_estimators=KR_K,
+    delta=0.0,  # basic composition
+    mechanism=OutputPerturbation(n_shards=KR_K),
     random_state=0,
 )
 
@@ -270,7 +275,6 @@ def _kr_models(seed):
         PrivateKernelRidge(
             epsilon=float(RUNS_SHARDED_RIDGE),
             max_queries=RUNS_SHARDED_RIDGE,
-            calibration="basic",
             noise_random_state=seed + nb,
             **KR_PARAMS,
         ).fit(KR_X, _kr_labels(nb))

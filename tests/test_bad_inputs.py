@@ -27,16 +27,22 @@ from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.tree import DecisionTreeRegressor
 
 from dpsklearn import (
+    ClippedMean,
+    ConfidentGNMax,
     DecisionStumps,
+    Exponential,
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
+    OutputPerturbation,
     PrivacyAccountant,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
     Thresholds,
 )
@@ -95,7 +101,7 @@ def _subsample(**params):
         n_estimators=4,
         epsilon=2.0,
         delta=1e-3,
-        max_unstable=5,
+        mechanism=SparseVector(max_unstable=5),
         classes=[0, 1],
         random_state=0,
     )
@@ -134,8 +140,7 @@ def _soft_label(**params):
         n_estimators=4,
         epsilon=2.0,
         delta=1e-3,
-        gamma=0.25,
-        max_unstable=5,
+        mechanism=SoftLabelHistogram(gamma=0.25, max_unstable=5),
         target_range=(-3.0, 3.0),
         random_state=0,
     )
@@ -234,11 +239,18 @@ CASES = {
     "subsample: empty X": _fit_case(
         lambda acc: _subsample(accountant=acc), X[:0], Y_CLASS[:0], match=r"\bX\b"
     ),
+    # One row has one class: the teacher check refuses it first.
     "subsample: one row, k = 4": _fit_case(
         lambda acc: _subsample(accountant=acc),
         X[:1],
         Y_CLASS[:1],
-        match=r"n_estimators.*n_samples=1",
+        match="one class",
+    ),
+    "subsample: two rows, k = 4": _fit_case(
+        lambda acc: _subsample(accountant=acc),
+        X[:2],
+        np.array([0, 1]),
+        match=r"n_estimators.*n_samples=2",
     ),
     "subsample: epsilon 0": _fit_case(
         lambda acc: _subsample(accountant=acc, epsilon=0.0), match="epsilon"
@@ -259,7 +271,8 @@ CASES = {
         lambda acc: _subsample(accountant=acc, delta=0.0), match="delta"
     ),
     "subsample: T = max_unstable 0": _fit_case(
-        lambda acc: _subsample(accountant=acc, max_unstable=0), match="max_unstable"
+        lambda acc: _subsample(accountant=acc, mechanism=SparseVector(max_unstable=0)),
+        match="max_unstable",
     ),
     "subsample: k = 0": _fit_case(
         lambda acc: _subsample(accountant=acc, n_estimators=0), match="n_estimators"
@@ -271,14 +284,26 @@ CASES = {
     "subsample: unknown mechanism": _fit_case(
         lambda acc: _subsample(accountant=acc, mechanism="laplace"), match="mechanism"
     ),
-    "subsample: Gaussian calibration for the sparse vector": _fit_case(
-        lambda acc: _subsample(accountant=acc, calibration="rdp"), match="calibration"
+    "subsample: Gaussian composition as the sparse vector's noise": _fit_case(
+        lambda acc: _subsample(accountant=acc, mechanism=SparseVector(noise="rdp")),
+        match="noise",
     ),
-    "subsample: confident_gnmax without max_queries": _fit_case(
+    "subsample: noisy_max_share 2": _fit_case(
         lambda acc: _subsample(
-            accountant=acc, mechanism="confident_gnmax", abstain_label=-1
+            accountant=acc, mechanism=SparseVector(noisy_max_share=2)
         ),
-        match="max_queries",
+        match="noisy_max_share",
+    ),
+    "subsample: confident_gnmax max_answers above max_queries": _fit_case(
+        lambda acc: _subsample(
+            accountant=acc, mechanism=ConfidentGNMax(max_answers=60), max_queries=50
+        ),
+        match="max_answers",
+    ),
+    "subsample: another estimator's mechanism": _fit_case(
+        lambda acc: _subsample(accountant=acc, mechanism=Exponential()),
+        error=TypeError,
+        match="mechanism",
     ),
     "subsample: labels outside classes": _fit_case(
         lambda acc: _subsample(accountant=acc, classes=[0, 2]), match="classes"
@@ -286,9 +311,10 @@ CASES = {
     "subsample: base estimator without fit": _fit_case(
         lambda acc: _subsample(accountant=acc, estimator=_NoFit()), match="estimator"
     ),
-    "subsample: abstain_label is a class": _fit_case(
-        lambda acc: _subsample(accountant=acc, fallback="abstain", abstain_label=1),
-        match="abstain_label",
+    "subsample: a regressor as teacher": _fit_case(
+        lambda acc: _subsample(accountant=acc, estimator=REG_STUMP),
+        error=TypeError,
+        match="regressor",
     ),
     "subsample: noise_random_state -1": _fit_case(
         lambda acc: _subsample(accountant=acc, noise_random_state=-1),
@@ -323,24 +349,21 @@ CASES = {
         lambda acc: _pp_classifier(accountant=acc, max_queries=None),
         match="max_queries",
     ),
-    "pp classifier: zcdp with delta 0": _fit_case(
-        lambda acc: _pp_classifier(accountant=acc, calibration="zcdp", delta=0.0),
-        match="delta",
+    "pp classifier: target_error 1": _fit_case(
+        lambda acc: _pp_classifier(
+            accountant=acc, mechanism=Exponential(target_error=1.0)
+        ),
+        match="target_error",
     ),
     "pp classifier: labels outside classes": _fit_case(
         lambda acc: _pp_classifier(accountant=acc, classes=["low", "mid"]),
         y=Y_STRINGS,
         match="classes",
     ),
-    "pp classifier: unknown calibration": _fit_case(
-        lambda acc: _pp_classifier(accountant=acc, calibration="pld"),
-        match="calibration",
-    ),
-    "pp classifier: gnmax with basic composition": _fit_case(
-        lambda acc: _pp_classifier(
-            accountant=acc, mechanism="gnmax", calibration="basic"
-        ),
-        match="calibration",
+    "pp classifier: another estimator's mechanism": _fit_case(
+        lambda acc: _pp_classifier(accountant=acc, mechanism=SparseVector()),
+        error=TypeError,
+        match="mechanism",
     ),
     "pp classifier: gnmax with delta 0": _fit_case(
         lambda acc: _pp_classifier(accountant=acc, mechanism="gnmax", delta=0.0),
@@ -395,6 +418,17 @@ CASES = {
         y=Y_REG,
         match="target_range",
     ),
+    "pp regressor: unknown noise": _fit_case(
+        lambda acc: _pp_regressor(accountant=acc, mechanism=ClippedMean(noise="rdp")),
+        y=Y_REG,
+        match="noise",
+    ),
+    "pp regressor: a classifier as teacher": _fit_case(
+        lambda acc: _pp_regressor(accountant=acc, estimator=STUMP),
+        y=Y_REG,
+        error=TypeError,
+        match="classifier",
+    ),
     "pp regressor: predict inf": _predict_case(
         lambda acc: _pp_regressor(accountant=acc),
         Q_INF,
@@ -403,13 +437,25 @@ CASES = {
     ),
     # --- SoftLabelPrivateRegressor ------------------------------------------
     "soft label: gamma 0.3 (1/gamma not an integer)": _fit_case(
-        lambda acc: _soft_label(accountant=acc, gamma=0.3), y=Y_REG, match="gamma"
+        lambda acc: _soft_label(
+            accountant=acc, mechanism=SoftLabelHistogram(gamma=0.3)
+        ),
+        y=Y_REG,
+        match="gamma",
     ),
     "soft label: gamma 0": _fit_case(
-        lambda acc: _soft_label(accountant=acc, gamma=0.0), y=Y_REG, match="gamma"
+        lambda acc: _soft_label(
+            accountant=acc, mechanism=SoftLabelHistogram(gamma=0.0)
+        ),
+        y=Y_REG,
+        match="gamma",
     ),
     "soft label: gamma 1": _fit_case(
-        lambda acc: _soft_label(accountant=acc, gamma=1.0), y=Y_REG, match="gamma"
+        lambda acc: _soft_label(
+            accountant=acc, mechanism=SoftLabelHistogram(gamma=1.0)
+        ),
+        y=Y_REG,
+        match="gamma",
     ),
     "soft label: string targets": _fit_case(
         lambda acc: _soft_label(accountant=acc), y=Y_STRINGS, match=r"\by\b"
@@ -421,7 +467,9 @@ CASES = {
         match="estimator",
     ),
     "soft label: T = max_unstable 0": _fit_case(
-        lambda acc: _soft_label(accountant=acc, max_unstable=0),
+        lambda acc: _soft_label(
+            accountant=acc, mechanism=SoftLabelHistogram(max_unstable=0)
+        ),
         y=Y_REG,
         match="max_unstable",
     ),
@@ -435,34 +483,47 @@ CASES = {
         match="kernel",
     ),
     "kernel ridge: poly coef0 < 0": _fit_case(
-        lambda acc: _kernel_ridge(accountant=acc, kernel="poly", coef0=-1.0, x_bound=3),
+        lambda acc: _kernel_ridge(
+            accountant=acc, kernel="poly", kernel_params={"coef0": -1.0, "x_bound": 3}
+        ),
         y=Y_REG,
         match="coef0",
     ),
     "kernel ridge: poly degree 2.5": _fit_case(
-        lambda acc: _kernel_ridge(accountant=acc, kernel="poly", degree=2.5, x_bound=3),
+        lambda acc: _kernel_ridge(
+            accountant=acc, kernel="poly", kernel_params={"degree": 2.5, "x_bound": 3}
+        ),
         y=Y_REG,
         match="degree",
     ),
     "kernel ridge: gamma -1": _fit_case(
-        lambda acc: _kernel_ridge(accountant=acc, gamma=-1.0), y=Y_REG, match="gamma"
+        lambda acc: _kernel_ridge(accountant=acc, kernel_params={"gamma": -1.0}),
+        y=Y_REG,
+        match="gamma",
     ),
     "kernel ridge: y_bound 0": _fit_case(
         lambda acc: _kernel_ridge(accountant=acc, y_bound=0.0), y=Y_REG, match="y_bound"
     ),
     "kernel ridge: x_bound -1": _fit_case(
-        lambda acc: _kernel_ridge(accountant=acc, kernel="linear", x_bound=-1.0),
+        lambda acc: _kernel_ridge(
+            accountant=acc, kernel="linear", kernel_params={"x_bound": -1.0}
+        ),
         y=Y_REG,
         match="x_bound",
     ),
     "kernel ridge: unknown release": _fit_case(
-        lambda acc: _kernel_ridge(accountant=acc, release="weights"),
+        lambda acc: _kernel_ridge(
+            accountant=acc, mechanism=OutputPerturbation(release="weights")
+        ),
         y=Y_REG,
         match="release",
     ),
     "kernel ridge: model release of a linear kernel": _fit_case(
         lambda acc: _kernel_ridge(
-            accountant=acc, kernel="linear", x_bound=3.0, release="model"
+            accountant=acc,
+            kernel="linear",
+            kernel_params={"x_bound": 3.0},
+            mechanism=OutputPerturbation(release="model"),
         ),
         y=Y_REG,
         match="release",

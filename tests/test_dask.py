@@ -18,7 +18,7 @@ from _helpers import fit_quietly
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 
-from dpsklearn import PrivacyLeakWarning, SubsampleAggregateClassifier
+from dpsklearn import PrivacyLeakWarning, SparseVector, SubsampleAggregateClassifier
 from dpsklearn.baselines import teacher_majority_vote
 
 distributed = pytest.importorskip("distributed")
@@ -87,7 +87,7 @@ def _model(**params):
         DecisionTreeClassifier(max_features="sqrt", max_depth=4),
         n_estimators=N_TEACHERS,
         classes=[0, 1],
-        fallback="noisy_max",
+        mechanism=SparseVector(fallback="noisy_max"),
         random_state=7,
         noise_random_state=0,
         **params,

@@ -30,16 +30,20 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsklearn import (
+    ConfidentGNMax,
     DecisionStumps,
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
     KnowledgeTransferRegressor,
+    OutputPerturbation,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.model_selection import PrivateGridSearch
@@ -75,16 +79,6 @@ SPARSE_VECTOR_ORDER_DEPENDENT = {
     # replay of the first batch's noise would let anyone cancel it.
     "check_pipeline_consistency": (
         "the second score on the same fitted model is a new private release"
-    ),
-}
-
-# Confident-GNMax abstains by design, so abstain_label is required, and it
-# must have the type of the class labels (a -1 among string labels would
-# silently change the label type of every answer). This check refits the
-# same instance on string labels, which its int abstain_label refuses.
-ABSTAIN_LABEL_TYPED = {
-    "check_classifiers_classes": (
-        "abstain_label=-1 must have the type of the labels; the check fits strings"
     ),
 }
 
@@ -143,8 +137,7 @@ REGISTRY: list[CheckCase] = [
     CheckCase(
         SubsampleAggregateClassifier(
             n_estimators=5,
-            max_unstable=1000,
-            fallback="noisy_max",
+            mechanism=SparseVector(max_unstable=1000, fallback="noisy_max"),
             noise_random_state=0,
         ),
         SPARSE_VECTOR_ORDER_DEPENDENT,
@@ -153,18 +146,17 @@ REGISTRY: list[CheckCase] = [
     # teachers and makes the noise negligible, which is why the order and
     # subset checks pass here; at a real epsilon each query draws fresh
     # noise and the model halts after max_answers, so answers do depend
-    # on the order of the queries (nothing is replayed).
+    # on the order of the queries (nothing is replayed). Its abstention
+    # label is chosen from the labels it is fitted on (``abstain_label_``),
+    # so check_classifiers_classes, which refits it on strings, passes.
     CheckCase(
         SubsampleAggregateClassifier(
             n_estimators=5,
-            mechanism="confident_gnmax",
+            mechanism=ConfidentGNMax(max_answers=10_000),
             epsilon=1e6,
             max_queries=10_000,
-            max_answers=10_000,
-            abstain_label=-1,
             noise_random_state=0,
         ),
-        ABSTAIN_LABEL_TYPED,
     ),
     # -- the per-query ensembles ----------------------------------------------
     # A query row asked again gets the answer already released for it, so the
@@ -195,8 +187,7 @@ REGISTRY: list[CheckCase] = [
     CheckCase(
         SoftLabelPrivateRegressor(
             n_estimators=5,
-            max_unstable=1000,
-            fallback="noisy_mean",
+            mechanism=SoftLabelHistogram(max_unstable=1000, fallback="noisy_mean"),
             noise_random_state=0,
         )
     ),
@@ -237,15 +228,16 @@ REGISTRY: list[CheckCase] = [
     # Sharded (divide and conquer): three exact shard fits, averaged.
     CheckCase(
         PrivateKernelRidge(
-            epsilon=1e4, max_queries=10_000, n_estimators=3, noise_random_state=0
+            epsilon=1e4,
+            max_queries=10_000,
+            mechanism=OutputPerturbation(n_shards=3),
+            noise_random_state=0,
         ),
         FRESH_NOISE_PER_QUERY,
     ),
     CheckCase(
         PrivateKernelRidge(
-            release="model",
-            n_components=20,
-            n_estimators=3,
+            mechanism=OutputPerturbation(release="model", n_components=20, n_shards=3),
             random_state=0,
             noise_random_state=0,
         )
@@ -253,7 +245,9 @@ REGISTRY: list[CheckCase] = [
     # The released model: its predictions are deterministic post-processing.
     CheckCase(
         PrivateKernelRidge(
-            release="model", n_components=20, random_state=0, noise_random_state=0
+            mechanism=OutputPerturbation(release="model", n_components=20),
+            random_state=0,
+            noise_random_state=0,
         )
     ),
     # -- ERM and the statistical-query oracle -------------------------------

@@ -194,7 +194,7 @@ def test_only_constant_teachers():
     assert counts.tolist() == [[0, 2, 1]] * 4
 
 
-def _model(estimator, fused, **kw):
+def _model(estimator, **kw):
     return SubsampleAggregateClassifier(
         estimator,
         n_estimators=kw.pop("n_estimators", 30),
@@ -202,12 +202,20 @@ def _model(estimator, fused, **kw):
         classes=kw.pop("classes", [0, 1, 2]),
         random_state=0,
         noise_random_state=0,
-        fused=fused,
         mechanism="confident_gnmax",
         max_queries=5000,
-        abstain_label=-1,
         **kw,
     )
+
+
+def _per_teacher(model):
+    """The fitted ``model`` without its fused path: every teacher predicts.
+
+    The fused path is automatic (0.2 dropped ``fused=``); removing it is the
+    per-teacher reference the fused votes must equal.
+    """
+    model._fused_ensemble_ = None
+    return model
 
 
 def test_estimator_uses_fused_path_and_matches_per_teacher():
@@ -215,12 +223,12 @@ def test_estimator_uses_fused_path_and_matches_per_teacher():
     X = rng.normal(size=(1500, 4))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
     # tiny shards: some miss a class, some hold one class (ConstantTeacher)
-    fast = _model(make_pipeline(StandardScaler(), LogisticRegression()), "auto")
-    slow = _model(make_pipeline(StandardScaler(), LogisticRegression()), False)
+    fast = _model(make_pipeline(StandardScaler(), LogisticRegression()))
+    slow = _model(make_pipeline(StandardScaler(), LogisticRegression()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fast.fit(X, y)
-        slow.fit(X, y)
+        _per_teacher(slow.fit(X, y))
     assert fast._fused_ensemble_ is not None and slow._fused_ensemble_ is None
     queries = rng.normal(size=(3000, 4))
     np.testing.assert_array_equal(
@@ -233,7 +241,7 @@ def test_estimator_uses_fused_path_and_matches_per_teacher():
 def test_constant_teachers_inside_the_estimator():
     X = np.arange(40.0)[:, None]
     y = np.r_[np.zeros(20, int), np.ones(20, int)]
-    model = _model(LogisticRegression(), "auto", n_estimators=20, classes=[0, 1])
+    model = _model(LogisticRegression(), n_estimators=20, classes=[0, 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         model.fit(X, y)
@@ -245,18 +253,15 @@ def test_constant_teachers_inside_the_estimator():
     )
 
 
-def test_fused_true_requires_linear_teachers():
+def test_teachers_that_cannot_be_fused_fall_back_silently():
     X = np.random.default_rng(0).normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
-    model = _model(DecisionTreeClassifier(), True, n_estimators=4, classes=[0, 1])
-    with pytest.raises(ValueError, match="fused=True"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        model.fit(X, y)
-    auto = _model(DecisionTreeClassifier(), "auto", n_estimators=4, classes=[0, 1])
+    auto = _model(DecisionTreeClassifier(), n_estimators=4, classes=[0, 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         auto.fit(X, y)
-    assert auto._fused_ensemble_ is None  # falls back silently
+    assert auto._fused_ensemble_ is None
+    assert why_not_fusable(auto) == "DecisionTreeClassifier is not a linear classifier"
 
 
 def _synthetic_teachers(n_teachers, n_features, rng):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_regression
 
-from dpsklearn import PrivacyAccountant, PrivatePredictionRegressor
+from dpsklearn import ClippedMean, PrivacyAccountant, PrivatePredictionRegressor
 from dpsklearn.accounting import GaussianEvent, per_release_epsilon
 from dpsklearn.mechanisms import (
     GridGaussianRelease,
@@ -185,7 +185,7 @@ def test_regressor_shared_basic_accountant_records_the_whole(data):
         n_estimators=20,
         epsilon=1.0,
         max_queries=300,
-        calibration="gaussian",
+        mechanism=ClippedMean(noise="gaussian"),
         target_range=(-100, 100),
         accountant=shared,
         random_state=0,
@@ -201,7 +201,7 @@ def test_gaussian_needs_delta_before_any_spend(data):
     reg = PrivatePredictionRegressor(
         n_estimators=20,
         delta=0.0,
-        calibration="gaussian",
+        mechanism=ClippedMean(noise="gaussian"),
         target_range=(-100, 100),
         accountant=shared,
     )
@@ -215,7 +215,11 @@ def test_gaussian_needs_delta_before_any_spend(data):
     assert auto.calibration_ == "basic"
 
 
-def test_unknown_calibration_is_refused(data):
+def test_unknown_noise_is_refused(data):
     X, y = data
-    with pytest.raises(ValueError, match="calibration"):
-        PrivatePredictionRegressor(calibration="laplace").fit(X, y)
+    shared = PrivacyAccountant(epsilon=3.0, delta=1e-5)
+    with pytest.raises(ValueError, match="noise"):
+        PrivatePredictionRegressor(
+            mechanism=ClippedMean(noise="rdp"), accountant=shared
+        ).fit(X, y)
+    assert shared.events == []

@@ -27,7 +27,12 @@ import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
-from dpsklearn import BudgetExhaustedError, SubsampleAggregateClassifier
+from dpsklearn import (
+    BudgetExhaustedError,
+    ConfidentGNMax,
+    SparseVector,
+    SubsampleAggregateClassifier,
+)
 from dpsklearn.accounting import (
     PrivacyAccountant,
     PrivacyEvent,
@@ -354,15 +359,13 @@ def blobs(n=6000, seed=0):
     return X, y
 
 
-def gnmax_model(**kwargs):
+def gnmax_model(max_answers=500, **kwargs):
     params = dict(
         n_estimators=300,
         epsilon=8.0,
         delta=1e-5,
-        mechanism="confident_gnmax",
+        mechanism=ConfidentGNMax(max_answers=max_answers),
         max_queries=1000,
-        max_answers=500,
-        abstain_label=-1,
         classes=[0, 1],
         random_state=0,
         noise_random_state=0,
@@ -412,18 +415,18 @@ def test_estimator_fitted_calibration(fitted):
 def test_estimator_halts_after_max_answers():
     X, y = blobs(seed=1)
     model = gnmax_model(max_answers=50, max_queries=400).fit(X, y)
-    with pytest.raises(BudgetExhaustedError, match="max_answers=50") as info:
-        model.predict(X[:400])
-    err = info.value
-    partial = err.partial_predictions
-    assert np.sum(partial != -1) == 50 and partial[-1] != -1
-    assert err.n_answered == partial.size
-    assert model.budget_status().halted
-    with pytest.raises(BudgetExhaustedError):
-        model.predict(X[:1])
-    free = gnmax_model(max_answers=50, max_queries=400, on_exhausted="abstain")
-    labels, abstained = free.fit(X, y).predict(X[:400], return_abstained=True)
-    assert np.sum(~abstained) == 50
+    labels, abstained = model.predict(X[:400], return_abstained=True)
+    answered = np.flatnonzero(~abstained)
+    assert answered.size == 50
+    np.testing.assert_array_equal(labels[abstained], -1)
+    assert np.all(labels[answered] != -1)
+    # The model halted at its 50th answer: no threshold check after it.
+    status = model.budget_status()
+    assert status.halted and status.n_served == answered[-1] + 1 < 400
+    assert model._serving_state_.engine.n_answers == 50
+    labels, abstained = model.predict(X[:1], return_abstained=True)
+    assert labels.tolist() == [-1] and abstained.all()
+    assert model.budget_status().n_served == answered[-1] + 1
 
 
 def test_estimator_max_queries_cap_and_state_across_calls():
@@ -431,20 +434,21 @@ def test_estimator_max_queries_cap_and_state_across_calls():
     model = gnmax_model(max_queries=100, max_answers=100).fit(X, y)
     model.predict(X[:60])
     status = model.budget_status()
-    assert status.n_served == 60
-    with pytest.raises(BudgetExhaustedError, match="max_queries=100") as info:
-        model.predict(X[:60])
-    assert info.value.n_answered == 40
+    assert status.n_served == 60 and not status.halted
+    # A row asked again is a new query; 40 are left, the last 20 abstained on.
+    labels, abstained = model.predict(X[:60], return_abstained=True)
+    assert abstained[40:].all()
+    np.testing.assert_array_equal(labels[40:], -1)
+    status = model.budget_status()
+    assert status.n_served == 100 and status.halted
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"max_queries": None}, "max_queries"),
-        ({"abstain_label": None}, "abstain_label"),
-        ({"abstain_label": 1}, "abstain_label"),
         ({"max_answers": 2000}, "max_answers"),
-        ({"calibration": "exact"}, "calibration"),
+        ({"max_answers": 0}, "max_answers"),
+        ({"max_answers": 20, "max_queries": 10}, "max_answers"),
     ],
 )
 def test_estimator_bad_input(kwargs, match):
@@ -454,12 +458,12 @@ def test_estimator_bad_input(kwargs, match):
         model.fit(X, y)
 
 
-def test_sparse_vector_refuses_gaussian_calibration():
+def test_sparse_vector_refuses_a_gaussian_composition_as_its_noise():
     X, y = blobs(n=600)
     model = SubsampleAggregateClassifier(
-        n_estimators=5, calibration="rdp", classes=[0, 1]
+        n_estimators=5, mechanism=SparseVector(noise="rdp"), classes=[0, 1]
     )
-    with pytest.raises(ValueError, match="calibration"):
+    with pytest.raises(ValueError, match="noise"):
         model.fit(X, y)
 
 
@@ -631,14 +635,20 @@ def test_audit_catches_a_noiseless_variant():
 
 
 @pytest.mark.filterwarnings("ignore:.*exceeds k:UserWarning")
-def test_estimator_zcdp_calibration_and_own_accountant():
+def test_estimator_tightest_calibration_and_own_accountant():
     X, y = blobs(n=1500)
-    model = gnmax_model(n_estimators=20, calibration="zcdp").fit(X, y)
-    assert model.calibration_ == "zcdp"
-    assert model.accountant_.composition == "zcdp"
-    rho = model.rho_
-    assert rho + 2 * math.sqrt(rho * math.log(1e5)) <= 8.0
+    model = gnmax_model(n_estimators=20).fit(X, y)
+    # The estimator certifies with whichever of RDP and zCDP gives less noise,
+    # and its own accountant composes in that calibration.
+    zcdp = calibrate_confident_gnmax(8.0, 1e-5, 1000, 500, calibration="zcdp")
+    rdp = calibrate_confident_gnmax(8.0, 1e-5, 1000, 500, calibration="rdp")
+    best = min((zcdp, rdp), key=lambda cal: cal.sigma_argmax)
+    assert model.calibration_ == best.name
+    assert model.sigma_argmax_ == best.sigma_argmax
+    assert model.accountant_.composition == model.calibration_
     assert model.accountant_.spent[0] <= 8.0
+    # zCDP's certificate: rho + 2 sqrt(rho ln(1/delta)) <= epsilon.
+    assert zcdp.rho + 2 * math.sqrt(zcdp.rho * math.log(1e5)) <= 8.0
 
 
 # --------------------------------------------------------------------------

@@ -39,7 +39,9 @@ from dpsklearn import (
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.datasets import load_adult
@@ -115,15 +117,17 @@ COMMON = {"classes": CLASSES, "random_state": 0, "noise_random_state": 3}
 # depend on the votes, so a difference in the teachers would show).
 CLASSIFIERS = {
     "subsample sparse vector, noisy max": lambda teacher: SubsampleAggregateClassifier(
-        teacher, n_estimators=40, epsilon=4.0, max_unstable=300, **COMMON
+        teacher,
+        n_estimators=40,
+        epsilon=4.0,
+        mechanism=SparseVector(max_unstable=300),
+        **COMMON,
     ),
     "subsample sparse vector, abstain": lambda teacher: SubsampleAggregateClassifier(
         teacher,
         n_estimators=40,
         epsilon=4.0,
-        fallback="abstain",
-        abstain_label="none",
-        on_exhausted="abstain",
+        mechanism=SparseVector(fallback="abstain"),
         **COMMON,
     ),
     "subsample confident gnmax": lambda teacher: SubsampleAggregateClassifier(
@@ -132,8 +136,6 @@ CLASSIFIERS = {
         epsilon=8.0,
         mechanism="confident_gnmax",
         max_queries=400,
-        abstain_label="none",
-        on_exhausted="abstain",
         **COMMON,
     ),
     "private prediction exponential": lambda teacher: PrivatePredictionClassifier(
@@ -237,8 +239,7 @@ def test_soft_label_on_adult_strings_matches_the_encoded_array():
             teacher,
             n_estimators=40,
             epsilon=4.0,
-            gamma=0.25,
-            max_unstable=300,
+            mechanism=SoftLabelHistogram(gamma=0.25, max_unstable=300),
             random_state=0,
             noise_random_state=3,
         )
@@ -355,9 +356,7 @@ TEXT_MODELS = {
         text_teacher(),
         n_estimators=40,
         epsilon=1000.0,
-        fallback="abstain",
-        abstain_label="none",
-        on_exhausted="abstain",
+        mechanism=SparseVector(fallback="abstain"),
         classes=TEXT_CLASSES,
         random_state=0,
         noise_random_state=0,
@@ -437,7 +436,7 @@ SPARSE_CASES = {
             STUMP,
             n_estimators=10,
             epsilon=4.0,
-            max_unstable=300,
+            mechanism=SparseVector(max_unstable=300),
             classes=[0, 1],
             random_state=0,
             noise_random_state=0,
@@ -470,8 +469,7 @@ SPARSE_CASES = {
         lambda: SoftLabelPrivateRegressor(
             DecisionTreeRegressor(max_depth=2),
             n_estimators=10,
-            gamma=0.25,
-            max_unstable=300,
+            mechanism=SoftLabelHistogram(gamma=0.25, max_unstable=300),
             target_range=(-3, 3),
             random_state=0,
             noise_random_state=0,
@@ -496,7 +494,7 @@ SPARSE_CASES = {
         lambda: PrivateKernelRidge(
             epsilon=100.0,
             max_queries=200,
-            x_bound=10.0,
+            kernel_params={"x_bound": 10.0},
             y_bound=3.0,
             noise_random_state=0,
         ),

@@ -21,6 +21,7 @@ from sklearn.kernel_ridge import KernelRidge
 
 from dpsklearn import (
     BudgetExhaustedError,
+    OutputPerturbation,
     PrivacyAccountant,
     PrivacyLeakWarning,
     PrivateKernelRidge,
@@ -73,7 +74,10 @@ def test_fit_is_sklearn_kernel_ridge_with_alpha_times_n(kernel):
     X, y = _data()
     n = X.shape[0]
     model = PrivateKernelRidge(
-        kernel, alpha=0.05, gamma=0.7, degree=2, coef0=0.5, y_bound=1.0, x_bound=10.0
+        kernel,
+        kernel_params={"gamma": 0.7, "degree": 2, "coef0": 0.5, "x_bound": 10.0},
+        alpha=0.05,
+        y_bound=1.0,
     ).fit(X, y)
     reference = KernelRidge(
         alpha=0.05 * n,
@@ -89,7 +93,9 @@ def test_linear_and_poly_rows_are_clipped_to_x_bound_at_fit_and_query():
     X, y = _data()
     X = X * 3.0  # norms up to about 5
     model = PrivateKernelRidge(
-        "poly", degree=2, gamma=0.5, coef0=1.0, x_bound=1.0, y_bound=1.0
+        "poly",
+        kernel_params={"degree": 2, "gamma": 0.5, "coef0": 1.0, "x_bound": 1.0},
+        y_bound=1.0,
     ).fit(X, y)
     assert np.linalg.norm(model.X_fit_, axis=1).max() <= 1.0
     assert model.kappa_ == pytest.approx(math.sqrt((0.5 * 1.0 + 1.0) ** 2))
@@ -242,7 +248,7 @@ def test_primal_and_dual_weight_solves_agree():
 
 
 # --------------------------------------------------------------------------
-# release="predictions"
+# OutputPerturbation(release="predictions")
 # --------------------------------------------------------------------------
 
 
@@ -305,38 +311,49 @@ def test_prediction_noise_scale_matches_stated_sensitivity():
 def test_budget_counts_rows_and_exhaustion_keeps_paid_answers():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
-    model = PrivateKernelRidge(y_bound=1.0, max_queries=5, accountant=acc).fit(X, y)
+    model = PrivateKernelRidge(
+        y_bound=1.0, max_queries=5, accountant=acc, noise_random_state=0
+    ).fit(X, y)
     events_after_fit = acc.events
     assert model.predict(X[:3]).shape == (3,)
     assert model.budget_status().query_units_remaining == 2
-    with pytest.raises(BudgetExhaustedError) as info:
-        model.predict(X[3:7])
-    err = info.value
-    assert err.n_answered == 2 and err.partial_predictions.shape == (2,)
-    assert "max_queries=5" in str(err)
-    with pytest.raises(BudgetExhaustedError) as info:
-        model.predict(X[:1])
-    assert info.value.n_answered == 0 and info.value.partial_predictions.size == 0
-    with pytest.raises(BudgetExhaustedError):
-        model.score(X[:2], y[:2])  # score is a release too
+    values, abstained = model.predict(X[3:7], return_abstained=True)
+    # Two rows paid for (noisy, on the grid); the rest abstained on with 0,
+    # the centre of [-y_bound, y_bound].
+    np.testing.assert_array_equal(abstained, [False, False, True, True])
+    np.testing.assert_array_equal(values[2:], [0.0, 0.0])
+    same = PrivateKernelRidge(y_bound=1.0, max_queries=5, noise_random_state=0).fit(
+        X, y
+    )
+    same.predict(X[:3])
+    np.testing.assert_array_equal(values[:2], same.predict(X[3:5]))
+    status = model.budget_status()
+    assert status.n_served == 5 and status.halted
+    values, abstained = model.predict(X[:1], return_abstained=True)
+    assert values.tolist() == [0.0] and abstained.all()
+    model.score(X[:2], y[:2])  # score is a release too: abstained on
+    assert model.budget_status().n_served == 5
     assert acc.events == events_after_fit  # queries never spend beyond the fit
 
 
 @pytest.mark.parametrize(
-    ("calibration", "delta", "spent_delta"),
-    [("basic", 1e-5, 0.0), ("zcdp", 1e-5, 1e-5), ("auto", 0.0, 0.0)],
+    ("max_queries", "delta", "spent_delta"),
+    # One query: basic composition, pure; many: a split that uses delta;
+    # delta = 0: pure.
+    [(1, 1e-5, 0.0), (100, 1e-5, 1e-5), (100, 0.0, 0.0)],
 )
-def test_whole_budget_reserved_at_fit(calibration, delta, spent_delta):
+def test_whole_budget_reserved_at_fit(max_queries, delta, spent_delta):
     X, y = _data()
     acc = PrivacyAccountant(epsilon=2.0, delta=1e-5)
-    PrivateKernelRidge(
+    model = PrivateKernelRidge(
         y_bound=1.0,
         epsilon=2.0,
         delta=delta,
-        calibration=calibration,
-        max_queries=100,
+        max_queries=max_queries,
         accountant=acc,
     ).fit(X, y)
+    # Basic composition exactly when it spends no delta.
+    assert (model.calibration_ == "basic") == (spent_delta == 0.0)
     epsilon, spent = acc.spent
     assert epsilon == pytest.approx(2.0, rel=1e-9)
     assert spent == pytest.approx(spent_delta)
@@ -359,8 +376,9 @@ def test_set_params_after_fit_does_not_change_the_running_model():
 def test_sparse_input_gives_the_same_answers_as_dense():
     X, y = _data()
     kwargs = dict(y_bound=1.0, epsilon=1e4, max_queries=100, noise_random_state=3)
-    dense = PrivateKernelRidge("linear", x_bound=1.2, **kwargs).fit(X, y)
-    sparse = PrivateKernelRidge("linear", x_bound=1.2, **kwargs).fit(
+    bound = {"x_bound": 1.2}
+    dense = PrivateKernelRidge("linear", kernel_params=bound, **kwargs).fit(X, y)
+    sparse = PrivateKernelRidge("linear", kernel_params=bound, **kwargs).fit(
         sp.csr_matrix(X), y
     )
     np.testing.assert_allclose(
@@ -376,7 +394,7 @@ def test_a_pickled_copy_draws_fresh_noise():
 
 
 # --------------------------------------------------------------------------
-# release="model"
+# OutputPerturbation(release="model")
 # --------------------------------------------------------------------------
 
 
@@ -391,7 +409,10 @@ def test_released_model_predictions_are_free_deterministic_and_unlimited():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     model = PrivateKernelRidge(
-        y_bound=1.0, release="model", n_components=30, accountant=acc, random_state=0
+        y_bound=1.0,
+        mechanism=OutputPerturbation(release="model", n_components=30),
+        accountant=acc,
+        random_state=0,
     ).fit(X, y)
     events = acc.events
     assert acc.spent == pytest.approx((1.0, 1e-5))
@@ -410,7 +431,8 @@ def test_released_model_keeps_no_private_state():
     n = X.shape[0]
     model = PrivateKernelRidge(y_bound=1.0, max_queries=10).fit(X, y)
     assert hasattr(model, "X_fit_")
-    model.set_params(release="model", n_components=25).fit(X, y)  # refit
+    released = OutputPerturbation(release="model", n_components=25)
+    model.set_params(mechanism=released).fit(X, y)  # refit
     for name in ("X_fit_", "dual_coef_", "per_query_epsilon_"):
         assert not hasattr(model, name), name
     # Its serving state only records the release: no engine answers queries.
@@ -452,12 +474,11 @@ def test_model_gaussian_noise_matches_stated_sensitivity():
             y_bound=M,
             epsilon=epsilon,
             delta=delta,
-            release="model",
-            n_components=D,
+            mechanism=OutputPerturbation(release="model", n_components=D),
             random_state=1,
             noise_random_state=seed,
         ).fit(X, y)
-        assert model.mechanism_ == "grid_gaussian"
+        assert model.release_ == "grid_gaussian"
         assert model.sensitivity_ == pytest.approx(sensitivity)
         assert model.grid_step_ == g
         assert model.noise_scale_ == pytest.approx(g * sigma_u)
@@ -490,13 +511,12 @@ def test_model_pure_dp_uses_high_dimensional_laplace_at_stated_scale():
             y_bound=M,
             epsilon=epsilon,
             delta=0.0,
-            release="model",
-            n_components=D,
+            mechanism=OutputPerturbation(release="model", n_components=D),
             random_state=1,
             noise_random_state=seed,
             accountant=acc,
         ).fit(X, y)
-        assert model.mechanism_ == "grid_high_dimensional_laplace"
+        assert model.release_ == "grid_high_dimensional_laplace"
         assert model.noise_scale_ == pytest.approx(g * scale_u)
         noise = model.coef_ / g - np.rint(_recomputed_weights(model, X, y) / g)
         total += float(np.linalg.norm(noise))
@@ -517,10 +537,9 @@ def test_model_release_is_useful_with_enough_data():
     model = PrivateKernelRidge(
         alpha=0.1,
         y_bound=1.0,
-        gamma=1.0,
+        kernel_params={"gamma": 1.0},
         epsilon=2.0,
-        release="model",
-        n_components=50,
+        mechanism=OutputPerturbation(release="model", n_components=50),
         random_state=0,
         noise_random_state=0,
     ).fit(X, y)
@@ -538,17 +557,40 @@ def test_model_release_is_useful_with_enough_data():
     [
         ({"kernel": "sigmoid"}, "kernel='sigmoid' is not supported"),
         ({"kernel": "precomputed"}, "kernel='precomputed' is not supported"),
-        ({"kernel": "poly", "coef0": -1.0, "x_bound": 1.0}, "coef0=-1.0 is refused"),
-        ({"kernel": "poly", "degree": 2.5, "x_bound": 1.0}, "degree=2.5 is refused"),
-        ({"kernel": "poly", "degree": 0, "x_bound": 1.0}, "degree=0 is refused"),
+        (
+            {"kernel": "poly", "kernel_params": {"coef0": -1.0, "x_bound": 1.0}},
+            r"kernel_params\['coef0'\]=-1.0 is refused",
+        ),
+        (
+            {"kernel": "poly", "kernel_params": {"degree": 2.5, "x_bound": 1.0}},
+            r"kernel_params\['degree'\]=2.5 is refused",
+        ),
+        (
+            {"kernel": "poly", "kernel_params": {"degree": 0, "x_bound": 1.0}},
+            r"kernel_params\['degree'\]=0 is refused",
+        ),
+        ({"kernel_params": {"gamma": 1.0, "alpha": 2.0}}, "kernel_params"),
         ({"y_bound": 0.0}, "y_bound"),
         ({"y_bound": -1.0}, "y_bound"),
         ({"y_bound": math.inf}, "y_bound"),
-        ({"x_bound": -1.0, "kernel": "linear"}, "x_bound"),
-        ({"release": "model", "kernel": "linear", "x_bound": 1.0}, "shift-invariant"),
-        ({"release": "model", "kernel": "cosine"}, "shift-invariant"),
+        ({"kernel_params": {"x_bound": -1.0}, "kernel": "linear"}, "x_bound"),
+        (
+            {
+                "mechanism": OutputPerturbation(release="model"),
+                "kernel": "linear",
+                "kernel_params": {"x_bound": 1.0},
+            },
+            "shift-invariant",
+        ),
+        (
+            {"mechanism": OutputPerturbation(release="model"), "kernel": "cosine"},
+            "shift-invariant",
+        ),
+        ({"mechanism": OutputPerturbation(release="weights")}, "release"),
+        ({"mechanism": OutputPerturbation(n_components=0)}, "n_components"),
+        ({"mechanism": OutputPerturbation(n_shards=0)}, "n_shards"),
+        ({"mechanism": "gnmax"}, "mechanism"),
         ({"max_queries": None}, "max_queries=None"),
-        ({"calibration": "zcdp", "delta": 0.0}, "delta > 0"),
         ({"epsilon": 0.0}, "epsilon"),
         ({"delta": 1.0}, "delta"),
         ({"alpha": 0.0}, "alpha"),
@@ -606,7 +648,7 @@ def test_unset_y_bound_is_inferred_with_a_privacy_leak_warning():
 @pytest.mark.parametrize("kernel", ["linear", "poly"])
 def test_unset_x_bound_is_inferred_with_a_privacy_leak_warning(kernel):
     X, y = _data()
-    with pytest.warns(PrivacyLeakWarning, match="x_bound is None"):
+    with pytest.warns(PrivacyLeakWarning, match=r"kernel_params\['x_bound'\] is unset"):
         model = PrivateKernelRidge(kernel, y_bound=1.0).fit(X, y)
     assert model.x_bound_ == pytest.approx(np.linalg.norm(X, axis=1).max())
 

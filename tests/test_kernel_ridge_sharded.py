@@ -11,13 +11,14 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import config_context
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 
-from dpsklearn import PrivacyAccountant, PrivateKernelRidge
+from dpsklearn import OutputPerturbation, PrivacyAccountant, PrivateKernelRidge
 from dpsklearn.kernel_ridge import _sharding
 from dpsklearn.mechanisms import function_sensitivity, weight_sensitivity
 from dpsklearn.teachers import partition_indices
@@ -34,9 +35,12 @@ def _data(n=600, d=3, seed=0):
     return X, y
 
 
-def _model(**params):
+def _model(n_shards="auto", release="predictions", n_components=100, **params):
     defaults = dict(
-        gamma=1.0,
+        kernel_params={"gamma": 1.0},
+        mechanism=OutputPerturbation(
+            release=release, n_components=n_components, n_shards=n_shards
+        ),
         alpha=0.01,
         y_bound=1.0,
         epsilon=1.0,
@@ -49,7 +53,7 @@ def _model(**params):
 
 def test_shard_average_is_the_mean_of_clipped_exact_shard_fits():
     X, y = _data()
-    model = _model(n_estimators=4).fit(X, y)
+    model = _model(n_shards=4).fit(X, y)
     shards = partition_indices(len(y), 4, check_random_state(0))
     fits = [
         KernelRidge(alpha=0.01 * len(s), kernel="rbf", gamma=1.0).fit(X[s], y[s])
@@ -64,7 +68,7 @@ def test_shard_average_is_the_mean_of_clipped_exact_shard_fits():
 
 def test_one_shard_is_the_unsharded_fit():
     X, y = _data()
-    one = _model(n_estimators=1).fit(X, y)
+    one = _model(n_shards=1).fit(X, y)
     auto = _model().fit(X, y)  # "auto": the whole Gram matrix fits
     assert auto.n_estimators_ == 1
     np.testing.assert_array_equal(one.predict(X[:20]), auto.predict(X[:20]))
@@ -80,11 +84,11 @@ def test_one_shard_is_the_unsharded_fit():
 def test_sensitivity_is_lemma_2_at_the_smallest_shard_over_k(k):
     X, y = _data(n=500)
     alpha, M = 0.01, 1.0
-    model = _model(n_estimators=k, alpha=alpha).fit(X, y)
+    model = _model(n_shards=k, alpha=alpha).fit(X, y)
     rows = 500 // k
     lemma = function_sensitivity(1.0, M, alpha, rows)
     assert model.sensitivity_ == pytest.approx(min(lemma, 2 * M) / k)
-    released = _model(n_estimators=k, alpha=alpha, release="model").fit(X, y)
+    released = _model(n_shards=k, alpha=alpha, release="model").fit(X, y)
     radius = M / math.sqrt(alpha)
     weights = weight_sensitivity(1.0, M, alpha, rows)
     assert released.sensitivity_ == pytest.approx(min(weights, 2 * radius) / k)
@@ -96,7 +100,7 @@ def test_sharded_sensitivity_covers_the_empirical_change():
     # on a grid of queries.
     X, y = _data(n=120, d=2)
     rng = np.random.default_rng(5)
-    model = _model(n_estimators=3, alpha=0.05).fit(X, y)
+    model = _model(n_shards=3, alpha=0.05).fit(X, y)
     grid = np.vstack([X, rng.uniform(-1.5, 1.5, size=(300, 2))])
     worst = 0.0
     for i in range(0, 120, 12):
@@ -104,8 +108,8 @@ def test_sharded_sensitivity_covers_the_empirical_change():
         lo[i], hi[i] = -1.0, 1.0
         X_moved = X.copy()
         X_moved[i] = rng.uniform(-1, 1, size=2)
-        a = _model(n_estimators=3, alpha=0.05).fit(X, lo)._exact_predictions(grid)
-        b = _model(n_estimators=3, alpha=0.05).fit(X_moved, hi)
+        a = _model(n_shards=3, alpha=0.05).fit(X, lo)._exact_predictions(grid)
+        b = _model(n_shards=3, alpha=0.05).fit(X_moved, hi)
         worst = max(worst, np.abs(a - b._exact_predictions(grid)).max())
     assert 0 < worst <= model.sensitivity_
 
@@ -121,31 +125,37 @@ def test_memory_guard_refuses_before_any_allocation_or_spend(monkeypatch):
     # 2,000 rows: a 30.5 MiB Gram matrix, over 4 MiB (at most 724 rows); two
     # shards of 1,000 rows (7.6 MiB) do not fit either, three (667 rows,
     # 3.4 MiB) do.
-    model = _model(n_estimators=1, working_memory=4, accountant=shared)
-    with pytest.raises(ValueError, match=r"n_estimators=1 .* Use n_estimators >= 3"):
-        model.fit(X, y)
-    assert shared.events == []
-    with pytest.raises(ValueError, match="n_estimators=2 puts up to 1000 rows"):
-        model.set_params(n_estimators=2).fit(X, y)
-    with pytest.raises(ValueError, match="n_estimators=2001 needs at least one row"):
-        model.set_params(n_estimators=2001).fit(X, y)
+    model = _model(n_shards=1, accountant=shared)
+    with config_context(working_memory=4):
+        with pytest.raises(ValueError, match=r"n_shards=1\) .* Use n_shards >= 3"):
+            model.fit(X, y)
+        assert shared.events == []
+        with pytest.raises(ValueError, match=r"n_shards=2\) puts up to 1000 rows"):
+            model.set_params(mechanism__n_shards=2).fit(X, y)
+        with pytest.raises(ValueError, match=r"n_shards=2001\) needs at least one"):
+            model.set_params(mechanism__n_shards=2001).fit(X, y)
     assert shared.events == []
 
 
 def test_auto_takes_the_fewest_shards_that_fit():
     X, y = _data(n=2000)
-    model = _model(working_memory=8).fit(X, y)
+    with config_context(working_memory=8):
+        model = _model().fit(X, y)
+    assert model.working_memory_ == 8
     rows = math.isqrt(8 * 2**20 // 8)  # 1024 rows of 8 bytes squared
     assert model.n_estimators_ == math.ceil(2000 / rows) == 2
     largest = np.diff([*model.shard_offsets_, 2000]).max()
     assert 8 * largest**2 <= 8 * 2**20
-    model_release = _model(working_memory=0.05, release="model", n_components=50)
-    assert model_release.fit(X, y).n_estimators_ > 1
+    model_release = _model(release="model", n_components=50)
+    with config_context(working_memory=0.05):
+        assert model_release.fit(X, y).n_estimators_ > 1
+    assert model_release.mechanism_.n_shards == model_release.n_estimators_
 
 
 def test_prediction_blocks_stay_within_working_memory(monkeypatch):
     X, y = _data(n=2000)
-    model = _model(n_estimators=8, working_memory=1, max_queries=3000).fit(X, y)
+    with config_context(working_memory=1):
+        model = _model(n_shards=8, max_queries=3000).fit(X, y)
     shapes = []
     real = _sharding._kernel_matrix
 
@@ -163,9 +173,7 @@ def test_prediction_blocks_stay_within_working_memory(monkeypatch):
 
 def test_sharded_model_release_is_the_noisy_mean_of_shard_weights():
     X, y = _data(n=900)
-    model = _model(n_estimators=3, release="model", n_components=30, epsilon=1e6).fit(
-        X, y
-    )
+    model = _model(n_shards=3, release="model", n_components=30, epsilon=1e6).fit(X, y)
     shards = partition_indices(900, 3, check_random_state(0))
     from dpsklearn.kernel_ridge._kernels import _fit_weights, _fourier_features
 
@@ -184,11 +192,11 @@ def test_sharded_model_release_is_the_noisy_mean_of_shard_weights():
 
 def test_parallel_fit_matches_sequential_and_sparse_input():
     X, y = _data(n=600)
-    one = _model(n_estimators=4, n_jobs=1).fit(X, y)
-    two = _model(n_estimators=4, n_jobs=2).fit(X, y)
+    one = _model(n_shards=4, n_jobs=1).fit(X, y)
+    two = _model(n_shards=4, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(one.dual_coef_, two.dual_coef_)
     np.testing.assert_array_equal(one.predict(X[:10]), two.predict(X[:10]))
-    sparse = _model(n_estimators=4).fit(sp.csr_matrix(X), y)
+    sparse = _model(n_shards=4).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(
         sparse._exact_predictions(sp.csr_matrix(X[:10])),
         one._exact_predictions(X[:10]),
@@ -198,12 +206,12 @@ def test_parallel_fit_matches_sequential_and_sparse_input():
 
 def test_in_pipeline_and_grid_search():
     X, y = _data(n=600)
-    pipe = make_pipeline(StandardScaler(), _model(n_estimators=3, max_queries=5000))
+    pipe = make_pipeline(StandardScaler(), _model(n_shards=3, max_queries=5000))
     pipe.fit(X, y)
     assert pipe.predict(X[:7]).shape == (7,)
     search = GridSearchCV(
         _model(max_queries=5000, epsilon=100.0),
-        {"n_estimators": [1, 4]},
+        {"mechanism__n_shards": [1, 4]},
         cv=2,
     ).fit(X, y)
     assert search.best_estimator_.n_estimators_ in (1, 4)

@@ -22,6 +22,7 @@ from dpsklearn import (
     KnowledgeTransferClassifier,
     PrivacyAccountant,
     PrivatePredictionClassifier,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 
@@ -118,10 +119,8 @@ def test_abstentions_are_dropped(data):
     X, y, X_public, _, _ = data
     teacher = SubsampleAggregateClassifier(
         n_estimators=80,
-        epsilon=1000.0,  # threshold w = 28: unanimous votes (dist 39) pass
-        fallback="abstain",
-        abstain_label=-1,
-        max_unstable=400,
+        epsilon=1000.0,  # threshold w = 22: unanimous votes (dist 39) pass
+        mechanism=SparseVector(max_unstable=400, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
         noise_random_state=0,
@@ -139,9 +138,7 @@ def test_all_abstained_is_a_clear_error(data):
     X, y, X_public, _, _ = data
     teacher = SubsampleAggregateClassifier(
         n_estimators=5,
-        fallback="abstain",
-        abstain_label=-1,
-        max_unstable=1000,
+        mechanism=SparseVector(max_unstable=1000, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
     )

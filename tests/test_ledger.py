@@ -39,6 +39,7 @@ from dpsklearn import (
     BudgetExhaustedError,
     LedgerError,
     PrivacyLedger,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import (
@@ -61,18 +62,19 @@ def _model(ledger, **params):
     """A served model whose unanimous queries pass and boundary queries fail.
 
     50 stumps: a query far from the boundary has dist = 24; at epsilon = 200,
-    T = 60 the pure calibration gives lam = 0.6 and w = 18.7, so it passes
-    (up to a rare noise excess); a query at the origin splits the teachers
-    (dist near 0) and fails.
+    T = 60 the Laplace calibration gives w = 15 and noise scales below 1, so
+    it passes (with probability 0.9998); a query at the origin splits the
+    teachers (dist near 0) and fails.
     """
+    names = SparseVector().get_params()
+    options = {"max_unstable": 60, "fallback": "abstain"}
+    options.update({k: params.pop(k) for k in list(params) if k in names})
     defaults = dict(
         estimator=STUMP,
         n_estimators=50,
         epsilon=200.0,
         delta=1e-5,
-        max_unstable=60,
-        fallback="abstain",
-        abstain_label=-1,
+        mechanism=SparseVector(**options),
         classes=[0, 1],
         accountant=ledger,
         random_state=0,
@@ -351,10 +353,7 @@ def _grid(ledger, n_jobs=None, refit=False):
     model = SubsampleAggregateClassifier(
         estimator=STUMP,
         n_estimators=8,
-        max_unstable=100,
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=100, fallback="abstain"),
         classes=[0, 1],
         accountant=ledger,
         random_state=0,
@@ -569,18 +568,20 @@ def test_without_stored_threshold_a_copy_redraws_and_pays_an_abstention(ledger_u
 
 def test_halted_model_stays_halted_in_every_copy(ledger_url):
     ledger = PrivacyLedger(ledger_url("h"), 500.0, 1e-4)
-    model = _model(ledger, max_unstable=3).fit(X_TRAIN, Y_TRAIN)
+    # epsilon = 5, T = 3: w is far above dist = 24, every test fails.
+    model = _model(ledger, max_unstable=3, epsilon=5.0).fit(X_TRAIN, Y_TRAIN)
     stale = pickle.dumps(model)
     X = _queries(2)
-    with pytest.raises(BudgetExhaustedError) as err:
-        model.predict(X.reshape(-1, 2))
-    assert err.value.n_answered >= 3
+    _, abstained = model.predict(X.reshape(-1, 2), return_abstained=True)
+    assert abstained.all()
+    assert model.budget_status().halted
+    assert model.budget_status().n_served == 3  # the third failure halted it
     copy_ = pickle.loads(stale)
-    with pytest.raises(BudgetExhaustedError) as err:
-        copy_.predict(X[0])
-    assert err.value.n_answered == 0
+    labels, abstained = copy_.predict(X[0], return_abstained=True)
+    assert abstained.all() and (labels == -1).all()
     assert copy_.budget_status().halted
     assert copy_.budget_status().n_failed_tests == 3
+    assert copy_.budget_status().n_served == 3
 
 
 _CHILD = textwrap.dedent(

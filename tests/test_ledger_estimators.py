@@ -65,7 +65,6 @@ def _models():
             n_estimators=10,
             mechanism="confident_gnmax",
             max_queries=12,
-            abstain_label=-1,
             classes=[0, 1],
             random_state=0,
         ),
@@ -87,10 +86,13 @@ def test_a_stale_copy_continues_the_stored_counter(ledger_url, name):
     stale = pickle.loads(pickle.dumps(model))  # a copy made before serving
     model.predict(QUERIES[:8])
     # The copy has paid for nothing new: it may answer only what is left of
-    # the one budget (4 distinct rows), not another 12.
-    with pytest.raises(BudgetExhaustedError) as excinfo:
-        stale.predict(QUERIES[-8:] + 100.0)
-    assert excinfo.value.n_answered == 4
+    # the one budget (4 distinct rows), not another 12; the rest is abstained
+    # on.
+    _, abstained = stale.predict(QUERIES[-8:] + 100.0, return_abstained=True)
+    assert abstained[4:].all()
+    assert stale.budget_status().n_served == 12 and stale.budget_status().halted
+    if name != "confident_gnmax":  # Confident-GNMax abstains by itself too
+        assert not abstained[:4].any()
 
 
 def test_gnmax_proba_and_labels_draw_on_one_durable_counter(ledger_url):
@@ -102,9 +104,9 @@ def test_gnmax_proba_and_labels_draw_on_one_durable_counter(ledger_url):
     model.predict(QUERIES[:4])
     model.predict_proba(QUERIES[:8])  # rows 0-3 free: 4 units
     assert model.budget_status().query_units_spent == 8
-    with pytest.raises(BudgetExhaustedError) as excinfo:
-        stale.predict_proba(QUERIES[-8:] + 100.0)
-    assert excinfo.value.n_answered == 4
+    proba = stale.predict_proba(QUERIES[-8:] + 100.0)
+    np.testing.assert_array_equal(proba[4:], np.full((4, 2), 0.5))  # abstained
+    assert stale.budget_status().query_units_spent == 12
     assert model.budget_status().query_units_remaining == 0
 
 

@@ -22,9 +22,12 @@ from dpsklearn import (
     DecisionStumps,
     ExponentialMechanismERM,
     KnowledgeTransferClassifier,
+    OutputPerturbation,
     PrivacyAccountant,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
+    RepeatAndSelect,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import (
@@ -139,7 +142,7 @@ def test_search_charges_the_stated_budget_and_releases_one_score(data):
 def test_knowledge_transfer_search_publishes_only_the_student():
     X, y = make_classification(n_samples=3000, random_state=1)
     teacher = PrivatePredictionClassifier(
-        max_queries=200, classes=[0, 1], calibration="rdp", random_state=0
+        max_queries=200, classes=[0, 1], random_state=0
     )
     kt = KnowledgeTransferClassifier(teacher, LogisticRegression())
     grid = {"teacher__n_estimators": [10, 40], "student__C": [0.1, 1.0]}
@@ -153,7 +156,7 @@ def test_knowledge_transfer_search_publishes_only_the_student():
     assert isinstance(best, KnowledgeTransferClassifier)
     assert set(vars(best)) >= {"student_"} and not hasattr(best, "estimators_")
     # Each candidate's teacher was fitted at the per-candidate epsilon,
-    # within the curve the search calibrated (rdp: rho of (eps_c, delta)).
+    # within the Renyi curve the search calibrated.
     assert best.teacher.epsilon == search.candidate_epsilon_
     assert 0.3 < search.candidate_epsilon_ < 2.0
     assert search.score(X[2500:], y[2500:]) > 0.7
@@ -184,7 +187,10 @@ def test_shared_accountant_is_charged_before_anything_is_trained(data):
             "publishable",
         ),
         (
-            KnowledgeTransferClassifier(SubsampleAggregateClassifier(classes=[0, 1])),
+            # The sparse vector test is one (epsilon, delta) event, no curve.
+            KnowledgeTransferClassifier(
+                SubsampleAggregateClassifier(classes=[0, 1], mechanism="sparse_vector")
+            ),
             {"teacher__n_estimators": [5]},
             "Renyi curve",
         ),
@@ -228,8 +234,19 @@ def test_bad_parameters_are_refused(data):
         PrivateGridSearch(FixedRule(), {"feature": [0]}).fit(X[:1], y[:1])
     with pytest.raises(ValueError, match="cannot pay"):
         PrivateGridSearch(
-            FixedRule(), {"feature": [0]}, epsilon=0.01, score_sigma=0.5
+            FixedRule(),
+            {"feature": [0]},
+            epsilon=0.01,
+            mechanism=RepeatAndSelect(score_sigma=0.5),
         ).fit(X, y)
+    with pytest.raises(ValueError, match="mean_runs"):
+        PrivateGridSearch(
+            FixedRule(), {"feature": [0]}, mechanism=RepeatAndSelect(mean_runs=0.5)
+        ).fit(X, y)
+    with pytest.raises(TypeError, match="mechanism"):
+        PrivateGridSearch(FixedRule(), {"feature": [0]}, mechanism=SparseVector()).fit(
+            X, y
+        )
 
 
 def test_regressor_search_scores_within_tolerance():
@@ -237,14 +254,21 @@ def test_regressor_search_scores_within_tolerance():
     X = X / np.linalg.norm(X, axis=1).max()
     y = np.clip(y, -100, 100)
     ridge = PrivateKernelRidge(
-        release="model", y_bound=100.0, x_bound=1.0, n_components=50, random_state=0
+        kernel_params={"x_bound": 1.0},
+        y_bound=100.0,
+        mechanism=OutputPerturbation(release="model", n_components=50),
+        random_state=0,
     )
     grid = {"alpha": [0.1, 1.0]}
     with pytest.raises(ValueError, match="tolerance"):
         PrivateGridSearch(ridge, grid, epsilon=2.0).fit(X, y)
     search = _quiet_fit(
         PrivateGridSearch(
-            ridge, grid, epsilon=2.0, tolerance=40.0, noise_random_state=0
+            ridge,
+            grid,
+            epsilon=2.0,
+            mechanism=RepeatAndSelect(tolerance=40.0),
+            noise_random_state=0,
         ),
         X,
         y,
@@ -270,7 +294,7 @@ def test_candidate_warnings_are_shown_once_whatever_the_runs(data):
             FixedRule(),
             {"feature": [0, 1]},
             epsilon=2.0,
-            mean_runs=20,
+            mechanism=RepeatAndSelect(mean_runs=20),
             random_state=0,
             noise_random_state=0,
         )

@@ -39,12 +39,15 @@ from sklearn.tree import DecisionTreeRegressor
 from dpsklearn import (
     DecisionStumps,
     ExponentialMechanismERM,
+    OutputPerturbation,
     PrivacyLeakWarning,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 
@@ -77,8 +80,7 @@ def _pp_regressor(noise_random_state):
         REG_STUMP,
         n_estimators=10,
         epsilon=100.0,
-        delta=0.0,
-        calibration="basic",
+        delta=0.0,  # pure: basic composition
         max_queries=200,
         target_range=(-3.0, 3.0),
         random_state=0,
@@ -91,8 +93,7 @@ def _pp_classifier(noise_random_state):
         STUMP,
         n_estimators=10,
         epsilon=100.0,
-        delta=0.0,
-        calibration="basic",
+        delta=0.0,  # pure: basic composition
         max_queries=200,
         classes=[0, 1],
         random_state=0,
@@ -106,8 +107,7 @@ def _kernel_ridge(noise_random_state):
         alpha=0.1,
         y_bound=3.0,
         epsilon=1000.0,
-        delta=0.0,
-        calibration="basic",
+        delta=0.0,  # pure: basic composition
         max_queries=200,
         noise_random_state=noise_random_state,
     ).fit(X, Y_REG)
@@ -120,8 +120,7 @@ def _subsample_noisy_max(noise_random_state):
         STUMP,
         n_estimators=10,
         epsilon=1.0,
-        max_unstable=300,
-        fallback="noisy_max",
+        mechanism=SparseVector(max_unstable=300, fallback="noisy_max"),
         classes=[0, 1],
         random_state=0,
         noise_random_state=noise_random_state,
@@ -135,9 +134,9 @@ def _soft_label_noisy_mean(noise_random_state):
         REG_STUMP,
         n_estimators=10,
         epsilon=1.0,
-        gamma=0.25,
-        max_unstable=200,
-        fallback="noisy_mean",
+        mechanism=SoftLabelHistogram(
+            gamma=0.25, max_unstable=200, fallback="noisy_mean"
+        ),
         target_range=(-3.0, 3.0),
         random_state=0,
         noise_random_state=noise_random_state,
@@ -205,8 +204,7 @@ def _kernel_ridge_model(noise_random_state):
         alpha=0.1,
         y_bound=3.0,
         epsilon=1.0,
-        release="model",
-        n_components=20,
+        mechanism=OutputPerturbation(release="model", n_components=20),
         random_state=0,
         noise_random_state=noise_random_state,
     ).fit(X, Y_REG)

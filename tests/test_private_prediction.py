@@ -21,6 +21,9 @@ from sklearn.datasets import make_classification, make_regression
 
 from dpsklearn import (
     BudgetExhaustedError,
+    ClippedMean,
+    Exponential,
+    GNMax,
     PrivacyAccountant,
     PrivacyLeakWarning,
     PrivatePredictionClassifier,
@@ -88,17 +91,21 @@ def test_epsilon_per_query_hand_computed(
     binary_data, epsilon, delta, m, basic, zcdp, zcdp_laplace
 ):
     X, y = binary_data
-    fitted = {}
-    for calibration in ("basic", "zcdp", "rdp", "auto"):
-        clf = PrivatePredictionClassifier(
-            n_estimators=3,
-            epsilon=epsilon,
-            delta=delta,
-            max_queries=m,
-            calibration=calibration,
-            classes=[0, 1],
-        ).fit(X, y)
-        fitted[calibration] = clf.epsilon_per_query_
+    # The splits an estimator no longer offers (it takes the tightest) are
+    # pinned through the mechanism that keeps them; "auto" is the estimator.
+    fitted = {
+        calibration: SoftMajority.calibrate(
+            epsilon, delta, m, n_teachers=3, n_classes=2, calibration=calibration
+        ).epsilon_per_query
+        for calibration in ("basic", "zcdp", "rdp")
+    }
+    fitted["auto"] = (
+        PrivatePredictionClassifier(
+            n_estimators=3, epsilon=epsilon, delta=delta, max_queries=m, classes=[0, 1]
+        )
+        .fit(X, y)
+        .epsilon_per_query_
+    )
     assert fitted["basic"] == pytest.approx(basic, rel=1e-12)
     assert fitted["zcdp"] == pytest.approx(zcdp, rel=1e-12)
     rdp = per_release_epsilon(
@@ -113,16 +120,27 @@ def test_epsilon_per_query_hand_computed(
         epsilon, delta, m, release="laplace", calibration="zcdp"
     )[0] == (pytest.approx(zcdp_laplace, rel=1e-12))
     # The regressor's Laplace release takes the Laplace splits (eps_q^2/2).
+    laplace_splits = {
+        calibration: GridLaplaceRelease.calibrate(
+            epsilon,
+            delta,
+            m,
+            sensitivity=6 / 3,
+            bounds=(-3, 3),
+            calibration=calibration,
+        )
+        for calibration in ("basic", "zcdp", "rdp")
+    }
     regs = {
-        calibration: PrivatePredictionRegressor(
+        noise: PrivatePredictionRegressor(
             n_estimators=3,
             epsilon=epsilon,
             delta=delta,
             max_queries=m,
-            calibration=calibration,
+            mechanism=ClippedMean(noise=noise),
             target_range=(-3, 3),
         ).fit(X, y)
-        for calibration in ("basic", "zcdp", "rdp", "gaussian", "auto")
+        for noise in ("gaussian", "auto")
     }
     rdp_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="rdp"
@@ -130,9 +148,11 @@ def test_epsilon_per_query_hand_computed(
     kov_laplace = per_release_epsilon(
         epsilon, delta, m, release="laplace", calibration="kov"
     )[0]
-    assert regs["basic"].epsilon_per_query_ == pytest.approx(basic, rel=1e-12)
-    assert regs["zcdp"].epsilon_per_query_ == pytest.approx(zcdp_laplace, rel=1e-12)
-    assert regs["rdp"].epsilon_per_query_ == rdp_laplace
+    assert laplace_splits["basic"].epsilon_per_query == pytest.approx(basic, rel=1e-12)
+    assert laplace_splits["zcdp"].epsilon_per_query == pytest.approx(
+        zcdp_laplace, rel=1e-12
+    )
+    assert laplace_splits["rdp"].epsilon_per_query == rdp_laplace
     assert regs["gaussian"].epsilon_per_query_ is None
     # "auto": the least noisy of the best Laplace split (the largest eps_q of
     # the splits, optimal composition included) and the Gaussian.
@@ -149,6 +169,17 @@ def test_epsilon_per_query_hand_computed(
     assert regs["auto"].noise_std_ == min(
         regs["gaussian"].noise_std_, laplace.noise_std
     )
+    # ClippedMean(noise="laplace") is that best Laplace split.
+    only_laplace = PrivatePredictionRegressor(
+        n_estimators=3,
+        epsilon=epsilon,
+        delta=delta,
+        max_queries=m,
+        mechanism=ClippedMean(noise="laplace"),
+        target_range=(-3, 3),
+    ).fit(X, y)
+    assert only_laplace.epsilon_per_query_ == laplace.epsilon_per_query
+    assert only_laplace.calibration_ == laplace.calibration_name
 
 
 def test_auto_calibration_m1_is_basic(binary_data):
@@ -160,25 +191,23 @@ def test_auto_calibration_m1_is_basic(binary_data):
 
 
 # -- the exponential mechanism's label frequencies ---------------------------
-def _model_with_votes(votes, epsilon_per_query, n_queries, **params):
+def _model_with_votes(votes, epsilon, n_queries, **params):
     """A fitted classifier whose teachers vote ``votes`` on every query.
 
-    Default: the exponential mechanism at ``eps_q = epsilon_per_query``
-    (basic calibration); ``params`` override the estimator's parameters
-    (e.g. ``mechanism="gnmax", epsilon=..., calibration="auto"``).
+    Default: the exponential mechanism for a total ``epsilon`` over
+    ``n_queries`` (its ``eps_q`` is ``epsilon_per_query_``); ``params``
+    override the estimator's parameters (e.g. ``mechanism="gnmax"``).
     """
     n_classes = len(votes)
     X = np.arange(40, dtype=float).reshape(-1, 1)
     y = np.arange(40) % n_classes
     settings = dict(
         n_estimators=2,
+        epsilon=epsilon,
         max_queries=n_queries,
-        calibration="basic",
         classes=list(range(n_classes)),
         noise_random_state=12345,
     )
-    if epsilon_per_query is not None:
-        settings["epsilon"] = epsilon_per_query * n_queries  # basic: epsilon / m
     clf = PrivatePredictionClassifier(**{**settings, **params}).fit(X, y)
     clf.estimators_ = [
         ConstantTeacher(label, n_classes)
@@ -192,9 +221,10 @@ def _model_with_votes(votes, epsilon_per_query, n_queries, **params):
 @pytest.mark.parametrize("votes", [(5, 3, 2), (3, 7)])
 def test_exponential_mechanism_frequencies_chi_square(votes):
     n_draws = 100_000
-    eps_q = 0.5
-    clf = _model_with_votes(votes, eps_q, n_draws)
-    assert clf.epsilon_per_query_ == pytest.approx(eps_q)
+    # epsilon = 3500 over 100,000 answers: eps_q = 0.4997 (zCDP split).
+    clf = _model_with_votes(votes, 3500.0, n_draws)
+    eps_q = clf.epsilon_per_query_
+    assert eps_q == pytest.approx(0.5, abs=0.01)
     # Distinct query rows: repeated rows would be answered from the cache.
     X_query = np.arange(n_draws, dtype=float).reshape(-1, 1)
     labels = clf.predict(X_query)
@@ -212,8 +242,9 @@ def test_exponential_mechanism_frequencies_chi_square(votes):
         p1 = math.exp(eps_q * nu / 2) / (1 + math.exp(eps_q * nu / 2))
         assert expected[1] / n_draws == pytest.approx(p1)
     assert clf.budget_status().query_units_remaining == 0
-    with pytest.raises(BudgetExhaustedError):
-        clf.predict(np.array([[-1.0]]))
+    assert clf.budget_status().halted
+    label, abstained = clf.predict(np.array([[-1.0]]), return_abstained=True)
+    assert label.tolist() == [clf.abstain_label_] and abstained.all()
     # Asking again is free and gives the same answers.
     np.testing.assert_array_equal(clf.predict(X_query[:10]), labels[:10])
 
@@ -247,7 +278,6 @@ def test_predict_proba_is_the_documented_release():
         n_estimators=k,
         epsilon=200.0,
         max_queries=400,
-        calibration="basic",
         classes=[0, 1, 2],
         random_state=0,
         noise_random_state=7,
@@ -269,7 +299,9 @@ def test_predict_proba_is_the_documented_release():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         generators, _ = make_noise_generators(7, 2)  # predict, predict_proba
     noise = discrete_laplace(
-        units / clf.epsilon_per_query_, size=mean.shape, rng=generators[1]
+        units / clf.privacy_mechanism_.proba_epsilon,
+        size=mean.shape,
+        rng=generators[1],
     )
     expected = project_to_simplex(g * (np.rint(mean / g) + noise))
     np.testing.assert_array_equal(proba, expected)
@@ -277,11 +309,12 @@ def test_predict_proba_is_the_documented_release():
 
 def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
     X, y = binary_data
+    # epsilon = 1000 over 1000 units: the tightest split is zCDP's.
     clf = PrivatePredictionClassifier(
-        n_estimators=5, max_queries=20, calibration="zcdp", classes=[0, 1]
+        n_estimators=5, epsilon=1000.0, max_queries=1000, classes=[0, 1]
     ).fit(X, y)
-    assert clf.proba_cost_ == 4
-    clf.predict_proba(X[:3])  # 12 units
+    assert clf.calibration_ == "zcdp" and clf.proba_cost_ == 4
+    proba = clf.predict_proba(X[:3])  # 12 units
     clf.predict(X[:5])  # 5 units
     status = clf.budget_status()
     assert status.query_units_spent == 17
@@ -291,19 +324,23 @@ def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
         pytest.approx(zcdp_epsilon(17 * rho_per_unit, 1e-5)),
         1e-5,
     )
-    assert status.remaining[0] == pytest.approx(1.0 - status.spent[0])
-    # The 20 units are the total rho of (epsilon=1, delta=1e-5) (EPS_Q_TABLE).
-    assert 20 * rho_per_unit == pytest.approx(2.081993833953546e-2)
-    assert zcdp_epsilon(20 * rho_per_unit, 1e-5) == pytest.approx(1.0)
-    clf.predict_proba(X[:3])  # cached: free
-    with pytest.raises(BudgetExhaustedError) as info:
-        clf.predict_proba(X[:5])  # rows 3 and 4 need 8 units, 3 are left
-    assert info.value.n_answered == 3
-    assert info.value.partial_predictions.shape == (3, 2)
-    basic = PrivatePredictionClassifier(
-        n_estimators=5, max_queries=20, calibration="basic", classes=[0, 1]
-    ).fit(X, y)
-    assert basic.proba_cost_ == 1
+    assert status.remaining[0] == pytest.approx(1000.0 - status.spent[0])
+    # The 1000 units are the total rho of (epsilon=1000, delta=1e-5).
+    assert zcdp_epsilon(1000 * rho_per_unit, 1e-5) == pytest.approx(1000.0)
+    clf.predict(np.random.default_rng(0).normal(size=(980, X.shape[1])))
+    assert clf.budget_status().query_units_remaining == 3
+    np.testing.assert_array_equal(clf.predict_proba(X[:3]), proba)  # cached: free
+    # Rows 3 and 4 need 8 units, 3 are left: both are abstained on (uniform
+    # rows, free), and nothing more is spent.
+    again = clf.predict_proba(X[:5])
+    np.testing.assert_array_equal(again[:3], proba)
+    np.testing.assert_array_equal(again[3:], np.full((2, 2), 0.5))
+    assert clf.budget_status().query_units_spent == 997
+    # The split at basic composition costs one unit per row.
+    basic = SoftMajority.calibrate(
+        1.0, 1e-5, 20, n_teachers=5, n_classes=2, calibration="basic"
+    )
+    assert basic.proba_cost == 1
 
 
 # -- budget, cache and accountant --------------------------------------------
@@ -315,15 +352,15 @@ def test_budget_exhaustion_returns_the_paid_prefix(binary_data):
     first = clf.predict(X[:4])
     # Rows 0-3 are cached; 6 new distinct rows are affordable, the 7th is not.
     batch = np.vstack([X[:2], X[10:15], X[:1], X[15:17], X[2:3]])
-    with pytest.raises(BudgetExhaustedError) as info:
-        clf.predict(batch)
-    err = info.value
+    labels, abstained = clf.predict(batch, return_abstained=True)
     # New rows: 10..14 (5), 15 (6th), 16 (7th: unaffordable at batch index 9).
-    assert err.n_answered == 9
-    np.testing.assert_array_equal(err.partial_predictions[:2], first[:2])
-    assert err.partial_predictions[7] == first[0]
-    assert "max_queries=10" in str(err)
-    assert clf.budget_status().query_units_spent == 10
+    # The rows from there on are abstained on, the cached ones included.
+    np.testing.assert_array_equal(abstained, [False] * 9 + [True] * 2)
+    np.testing.assert_array_equal(labels[:2], first[:2])
+    assert labels[7] == first[0]
+    np.testing.assert_array_equal(labels[9:], [clf.abstain_label_] * 2)
+    status = clf.budget_status()
+    assert status.query_units_spent == 10 and status.halted
 
 
 def test_repeated_rows_are_answered_consistently_and_free(binary_data):
@@ -402,14 +439,18 @@ class _ConstantRegressor:
         return np.full(X.shape[0], self.value)
 
 
-def _regressor_with_teachers(values, target_range, epsilon_per_query, n_queries):
-    """A fitted regressor whose teachers predict the constants ``values``."""
+def _regressor_with_teachers(values, target_range, epsilon, n_queries):
+    """A fitted regressor whose teachers predict the constants ``values``.
+
+    Grid Laplace noise (``ClippedMean(noise="laplace")``) at the best split of
+    ``epsilon`` over ``n_queries``; its ``eps_q`` is ``epsilon_per_query_``.
+    """
     n_rows = max(60, len(values))
     reg = PrivatePredictionRegressor(
         n_estimators=len(values),
-        epsilon=epsilon_per_query * n_queries,  # basic: eps_q = epsilon / m
+        epsilon=epsilon,
         max_queries=n_queries,
-        calibration="basic",
+        mechanism=ClippedMean(noise="laplace"),
         target_range=target_range,
         noise_random_state=99,
     ).fit(np.arange(n_rows, dtype=float).reshape(-1, 1), np.zeros(n_rows))
@@ -428,9 +469,11 @@ def test_regressor_clips_each_teacher_before_averaging():
 
 def test_regressor_noise_has_the_stated_scale():
     n_draws = 100_000
-    eps_q = 0.5
     k = 200
-    reg = _regressor_with_teachers([0.3] * k, (-100.0, 100.0), eps_q, n_draws)
+    # epsilon = 7000 over 100,000 releases: eps_q near 0.5.
+    reg = _regressor_with_teachers([0.3] * k, (-100.0, 100.0), 7000.0, n_draws)
+    eps_q = reg.epsilon_per_query_
+    assert 0.3 < eps_q < 1.0
     g = default_grid_step(200.0 / k)
     units = math.floor((200.0 / k) / g) + 1  # grid Laplace: floor(Delta/g) + 1
     scale = units / eps_q  # DLap scale in grid units
@@ -495,11 +538,10 @@ def test_max_queries_none_is_refused(binary_data, Estimator):
     [
         ({"epsilon": 0.0}, "epsilon"),
         ({"delta": 1.0}, "delta"),
-        ({"target_error": 1.0}, "target_error"),
-        ({"calibration": "pld"}, "calibration"),
+        ({"mechanism": Exponential(target_error=1.0)}, "target_error"),
+        ({"mechanism": "pld"}, "mechanism"),
         ({"n_estimators": 10_000}, "n_samples=600"),
-        ({"calibration": "zcdp", "delta": 0.0}, "delta"),
-        ({"calibration": "rdp", "delta": 0.0}, "delta"),
+        ({"mechanism": "gnmax", "delta": 0.0}, "delta"),
     ],
 )
 def test_classifier_bad_parameters(binary_data, params, match):
@@ -556,8 +598,8 @@ def test_grid_search_over_epsilon_on_adult():
     search = GridSearchCV(
         PrivatePredictionClassifier(
             DecisionTreeClassifier(max_depth=3),
+            n_estimators=66,  # 50 rows per shard on 3,333 rows
             max_queries=1667,  # at least the fold size (5000 / 3)
-            min_samples_per_shard=50,  # k = 66 teachers on 3,333 rows
             classes=adult.target_names,
             random_state=0,
             noise_random_state=0,
@@ -566,9 +608,7 @@ def test_grid_search_over_epsilon_on_adult():
         cv=3,
         refit=False,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # Theorem 1's k is capped
-        search.fit(X, y)
+    search.fit(X, y)
     accuracy = search.cv_results_["mean_test_score"]
     assert accuracy[-1] - accuracy[0] >= 0.05, accuracy
     assert stats.spearmanr(epsilons, accuracy).statistic >= 0.9, accuracy
@@ -607,7 +647,9 @@ def test_refused_refit_keeps_the_live_model(binary_data, Estimator):
     # The model already paid for keeps serving, with its remaining budget.
     assert model.accountant_ is accountant and model.estimators_ is teachers
     assert model.budget_status().query_units_spent == 3
-    assert model.predict(X[3:10]).shape == (7,)
+    values, abstained = model.predict(X[3:11], return_abstained=True)
+    assert values.shape == (8,)
+    np.testing.assert_array_equal(abstained, [False] * 7 + [True])
     assert model.budget_status().query_units_remaining == 0
     assert shared.events == []
 
@@ -642,28 +684,29 @@ def _discrete_gaussian_pmf(sigma):
 
 
 @pytest.mark.parametrize(
-    "calibration, epsilon, max_queries, used",
+    "epsilon, max_queries, used",
     [
-        ("auto", 1.0, 1, "gdp"),  # the exact Gaussian composition here ...
-        ("auto", 7000.0, 100_000, "zcdp"),  # ... and zCDP here
-        ("rdp", 1.0, 1000, "rdp"),
-        ("zcdp", 1.0, 1000, "zcdp"),
+        (1.0, 1, "gdp"),  # the exact Gaussian composition here ...
+        (7000.0, 100_000, "zcdp"),  # ... and zCDP here
+        (1.0, 1000, "gdp"),
     ],
 )
-def test_gnmax_sigma_is_the_calibrated_one(
-    binary_data, calibration, epsilon, max_queries, used
-):
+def test_gnmax_sigma_is_the_calibrated_one(binary_data, epsilon, max_queries, used):
     X, y = binary_data
     clf = PrivatePredictionClassifier(
         mechanism="gnmax",
         epsilon=epsilon,
         max_queries=max_queries,
-        calibration=calibration,
         classes=[0, 1],
     ).fit(X, y)
-    sigma, name = gnmax_sigma(epsilon, 1e-5, max_queries, calibration=calibration)
+    sigma, name = gnmax_sigma(epsilon, 1e-5, max_queries, calibration="auto")
     assert (clf.sigma_, clf.calibration_) == (sigma, name)
     assert name == used
+    # The tightest of the two certificates: neither alone gives less noise.
+    for route in ("rdp", "zcdp"):
+        assert (
+            clf.sigma_ <= gnmax_sigma(epsilon, 1e-5, max_queries, calibration=route)[0]
+        )
     assert clf.epsilon_per_query_ is None and clf.proba_grid_step_ is None
     assert clf.proba_cost_ == 1
     # The whole (epsilon, delta) is reserved at fit, as one event.
@@ -714,14 +757,11 @@ class _Recording(ConstantTeacher):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"calibration": "basic"}, "calibration='basic'"),
         ({"delta": 0.0}, "delta=0"),
-        ({"delta": 0.0, "calibration": "zcdp"}, "delta=0"),
+        ({"delta": 0.0, "mechanism": GNMax()}, "delta=0"),
     ],
 )
-def test_gnmax_refuses_basic_and_pure_delta_before_any_spend(
-    binary_data, params, match
-):
+def test_gnmax_refuses_pure_delta_before_any_spend(binary_data, params, match):
     X, y = binary_data
     shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     shared.spend(1.0, 1e-4)
@@ -729,11 +769,13 @@ def test_gnmax_refuses_basic_and_pure_delta_before_any_spend(
     _Recording.fits = 0
     clf = PrivatePredictionClassifier(
         _Recording(),
-        n_estimators=5,
-        mechanism="gnmax",
-        accountant=shared,
-        classes=[0, 1],
-        **params,
+        **{
+            "n_estimators": 5,
+            "mechanism": "gnmax",
+            "accountant": shared,
+            "classes": [0, 1],
+            **params,
+        },
     )
     with pytest.raises(ValueError, match=match):
         clf.fit(X, y)
@@ -811,7 +853,7 @@ def test_gnmax_predict_proba_needs_only_votes(binary_data):
     np.testing.assert_array_equal(gn.classes_[proba.argmax(axis=1)], gn.predict(X[:5]))
 
 
-def test_gnmax_budget_exhaustion_carries_the_paid_prefix(binary_data):
+def test_gnmax_budget_exhaustion_returns_the_paid_prefix(binary_data):
     X, y = binary_data
     clf = PrivatePredictionClassifier(
         n_estimators=10,
@@ -822,23 +864,26 @@ def test_gnmax_budget_exhaustion_carries_the_paid_prefix(binary_data):
     ).fit(X, y)
     labels = clf.predict(X[:6])
     # Rows 4 and 5 are released; 8 new rows follow, 4 are affordable.
-    with pytest.raises(BudgetExhaustedError) as info:
-        clf.predict_proba(X[4:14])
-    err = info.value
-    assert err.n_answered == 6
-    assert err.partial_predictions.shape == (6, 2)
+    proba = clf.predict_proba(X[4:14])
+    assert proba.shape == (10, 2)
     np.testing.assert_array_equal(
-        clf.classes_[err.partial_predictions.argmax(axis=1)], clf.predict(X[4:10])
+        clf.classes_[proba[:6].argmax(axis=1)], clf.predict(X[4:10])
     )
+    # The last 4 rows are abstained on: uniform, free.
+    np.testing.assert_array_equal(proba[6:], np.full((4, 2), 0.5))
     np.testing.assert_array_equal(clf.predict(X[:6]), labels)
     assert clf.budget_status().query_units_remaining == 0
-    with pytest.raises(BudgetExhaustedError) as info:
-        clf.predict(np.vstack([X[:3], X[20:21]]))
-    assert info.value.n_answered == 3
-    np.testing.assert_array_equal(info.value.partial_predictions, labels[:3])
+    assert clf.budget_status().halted
+    answers, abstained = clf.predict(
+        np.vstack([X[:3], X[20:21]]), return_abstained=True
+    )
+    np.testing.assert_array_equal(answers[:3], labels[:3])
+    assert answers[3] == clf.abstain_label_
+    np.testing.assert_array_equal(abstained, [False, False, False, True])
+    assert clf.budget_status().query_units_spent == 10
 
 
-def test_gnmax_max_queries_plus_one_raises(binary_data):
+def test_gnmax_max_queries_spent_abstains(binary_data):
     X, y = binary_data
     m = 7
     clf = PrivatePredictionClassifier(
@@ -847,22 +892,17 @@ def test_gnmax_max_queries_plus_one_raises(binary_data):
     for i in range(m):  # one distinct row per call, alternating the methods
         (clf.predict if i % 2 else clf.predict_proba)(X[i : i + 1])
     assert clf.budget_status().query_units_spent == m
-    for method in (clf.predict, clf.predict_proba):
-        with pytest.raises(BudgetExhaustedError, match=f"max_queries={m}"):
-            method(X[m : m + 1])
+    assert clf.budget_status().halted
+    labels, abstained = clf.predict(X[m : m + 1], return_abstained=True)
+    assert labels.tolist() == [-1] and abstained.tolist() == [True]
+    np.testing.assert_array_equal(clf.predict_proba(X[m : m + 1]), [[0.5, 0.5]])
     assert clf.budget_status().query_units_spent == m
 
 
 def _gnmax_model_with_votes(votes, epsilon, n_queries):
     """A fitted GNMax classifier whose teachers vote ``votes`` on every query."""
     return _model_with_votes(
-        votes,
-        None,
-        n_queries,
-        mechanism="gnmax",
-        epsilon=epsilon,
-        calibration="auto",
-        noise_random_state=4321,
+        votes, epsilon, n_queries, mechanism="gnmax", noise_random_state=4321
     )
 
 

@@ -12,8 +12,10 @@ from scipy.special import expit
 
 from dpsklearn import (
     BudgetExhaustedError,
+    ConfidentGNMax,
     PrivacyAccountant,
     PrivatePredictionClassifier,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import per_release_epsilon
@@ -275,10 +277,7 @@ def test_confident_gnmax_matches_monte_carlo(synthetic):
             epsilon=8.0,
             delta=1e-5,
             max_queries=200,
-            max_answers=150,
-            mechanism="confident_gnmax",
-            abstain_label=-1,
-            on_exhausted="abstain",
+            mechanism=ConfidentGNMax(max_answers=150),
             classes=[0, 1],
             random_state=0,
         ),
@@ -301,18 +300,15 @@ def test_confident_gnmax_matches_monte_carlo(synthetic):
     assert accuracy == pytest.approx(row["accuracy_answered"], abs=0.03)
 
 
-@pytest.mark.parametrize("calibration", ["exact", "pure"])
-def test_sparse_vector_matches_monte_carlo(synthetic, calibration):
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_sparse_vector_matches_monte_carlo(synthetic, noise):
     X, y, X_query, y_query = synthetic
-    params = dict(epsilon=30.0, delta=1e-3, max_unstable=20)
+    params = dict(epsilon=30.0, delta=1e-3, max_queries=200)
     model = _fit(
         SubsampleAggregateClassifier(
             TEACHER,
             n_estimators=200,
-            calibration=calibration,
-            fallback="abstain",
-            abstain_label=-1,
-            on_exhausted="abstain",
+            mechanism=SparseVector(max_unstable=20, fallback="abstain", noise=noise),
             classes=[0, 1],
             random_state=0,
             **params,
@@ -320,14 +316,15 @@ def test_sparse_vector_matches_monte_carlo(synthetic, calibration):
         X,
         y,
     )
+    assert model.calibration_ == noise
     row = _predicted(
         model,
         X_query,
         y_query,
-        max_queries=200,
+        max_unstable=20,
         mechanisms=("sparse_vector",),
         **params,
-    )[("sparse_vector", calibration, None)]
+    )[("sparse_vector", noise, None)]
     answered, accuracy = _monte_carlo(model, X_query, y_query, 30)
     assert 0.5 < row["answered"] < 0.95  # halts part-way through the stream
     # one run's answered fraction has a standard deviation of about 0.1

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 import dpsklearn.teachers._inference as inference
-from dpsklearn import SubsampleAggregateClassifier
+from dpsklearn import SparseVector, SubsampleAggregateClassifier
 from dpsklearn.mechanisms import vote_counts
 from dpsklearn.teachers import (
     ConstantTeacher,
@@ -218,7 +218,7 @@ def test_single_class_shard_inside_the_estimator():
         classes=[0, 1],
         random_state=0,
         epsilon=1000.0,
-        max_unstable=1000,
+        mechanism=SparseVector(max_unstable=1000),
     ).fit(X, y)
     n_constant = sum(isinstance(t, ConstantTeacher) for t in model.estimators_)
     assert n_constant >= 17
@@ -256,12 +256,9 @@ def test_estimator_with_a_label_no_row_holds():
     model = SubsampleAggregateClassifier(
         n_estimators=9,
         classes=["maybe", "no", "yes"],
-        fallback="abstain",
-        abstain_label="?",
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=20, fallback="abstain"),
         random_state=0,
         epsilon=1000.0,
-        max_unstable=20,
     ).fit(X, labels)
     np.testing.assert_array_equal(model.classes_, ["maybe", "no", "yes"])
     counts = model._vote_counts(X)
@@ -317,7 +314,7 @@ def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
         classes=[0, 1],
         random_state=0,
         epsilon=50.0,
-        max_unstable=200,
+        mechanism=SparseVector(max_unstable=200),
         noise_random_state=0,
     )
     model = SubsampleAggregateClassifier(**params).fit(X, y)

@@ -18,12 +18,13 @@ from sklearn.linear_model import LogisticRegression, Perceptron
 from sklearn.svm import SVC
 
 from dpsklearn import (
-    BudgetExhaustedError,
     PrivacyAccountant,
     PrivacyLeakWarning,
+    SoftLabelHistogram,
     SoftLabelPrivateRegressor,
 )
 from dpsklearn.mechanisms import (
+    SoftLabelTest,
     SparseVectorEngine,
     calibrate_sparse_vector,
     soft_label_histograms,
@@ -170,14 +171,15 @@ SOFT = {
 }
 
 
-def _model(rows, max_unstable=100, threshold=0.5, **params):
+def _model(rows, max_unstable=100, threshold=0.5, fallback="midpoint", **params):
     table = 8.0 * np.array([SOFT[name] for name in rows])
     X = np.arange(40, dtype=float).reshape(-1, 1)
     reg = SoftLabelPrivateRegressor(
         n_estimators=8,
-        gamma=0.25,
         target_range=(0.0, 8.0),
-        max_unstable=max_unstable,
+        mechanism=SoftLabelHistogram(
+            gamma=0.25, max_unstable=max_unstable, fallback=fallback
+        ),
         **params,
     ).fit(X, np.linspace(0, 8, 40))
     reg.estimators_ = [_TableTeacher(table, j) for j in range(8)]
@@ -232,24 +234,26 @@ def test_halt_at_T_after_a_shifted_pass():
     # T = 3: double fail (c = 2), shifted pass (c = 3: halt), then nothing.
     reg, X = _model(["double_fail", "shifted_pass", "first_pass"], max_unstable=3)
     engine = reg._serving_state_.engine.test
-    with pytest.raises(BudgetExhaustedError, match="max_unstable=3") as info:
-        reg.predict(X)
-    assert info.value.n_answered == 2
-    assert info.value.partial_predictions.tolist() == [4.0, 4.0]
+    values, abstained = reg.predict(X, return_abstained=True)
+    # Two rows answered (a double fail: the free midpoint; a shifted pass),
+    # then the model halts: the third row is abstained on with the midpoint.
+    assert values.tolist() == [4.0, 4.0, 4.0]
+    assert abstained.tolist() == [True, False, True]
     assert engine.halted and engine.abstention_count == 3
     assert engine.n_threshold_draws == 4  # T + 1: the calibration pays for it
-    assert reg.budget_status().halted
-    # Rows already answered are still served (free); new ones are refused.
+    status = reg.budget_status()
+    assert status.halted and status.n_served == 2
+    # Rows already answered are still served (free); new ones are abstained on.
     assert reg.predict(X[:2]).tolist() == [4.0, 4.0]
-    with pytest.raises(BudgetExhaustedError):
-        reg.predict(X[2:])
+    values, abstained = reg.predict(X[2:], return_abstained=True)
+    assert values.tolist() == [4.0] and abstained.all()
+    assert reg.budget_status().n_served == 2 and engine.n_threshold_draws == 4
 
 
-def test_on_exhausted_abstain_keeps_the_mask():
+def test_an_exhausted_model_keeps_the_mask():
     reg, X = _model(
         ["double_fail", "shifted_pass", "first_pass", "shifted_pass"],
         max_unstable=3,
-        on_exhausted="abstain",
     )
     values, abstained = reg.predict(X, return_abstained=True)
     assert values.tolist() == [4.0, 4.0, 4.0, 4.0]  # the last two: free midpoint
@@ -261,9 +265,10 @@ def test_halt_when_the_last_query_adds_two():
     # T = 2: shifted pass (c = 1), double fail (c = 3 > T).
     reg, X = _model(["shifted_pass", "double_fail", "first_pass"], max_unstable=2)
     engine = reg._serving_state_.engine.test
-    with pytest.raises(BudgetExhaustedError) as info:
-        reg.predict(X)
-    assert info.value.n_answered == 2
+    values, abstained = reg.predict(X, return_abstained=True)
+    assert values.tolist() == [4.0, 4.0, 4.0]
+    assert abstained.tolist() == [False, True, True]
+    assert reg.budget_status().n_served == 2 and reg.budget_status().halted
     assert engine.abstention_count == 3
     assert engine.n_threshold_draws == 3  # T + 1
 
@@ -275,11 +280,22 @@ def test_noisy_mean_fallback():
         fallback="noisy_mean",
         epsilon=1e7,
         noise_random_state=0,
-        calibration="exact",
     )
-    # The paper's structure: at most ceil(T/2) = 5 double failures share the
-    # fallback's epsilon.
-    assert reg.fallback_epsilon_ == pytest.approx(1e7 * 0.5 / 5)
+    # Joint composition: each noisy mean gets share / (1 - share) = 1 times an
+    # instance's epsilon (test_noisy_mean_joint_composition).
+    cal = reg.privacy_mechanism_.calibration
+    assert reg.fallback_epsilon_ == pytest.approx(cal.per_instance_epsilon)
+    # The paper's structure (the reference calibration "exact"): at most
+    # ceil(T/2) = 5 double failures share the fallback's epsilon.
+    paper = SoftLabelTest.calibrate(
+        1e7,
+        1e-5,
+        max_unstable=10,
+        n_bins=4,
+        calibration="exact",
+        fallback="noisy_mean",
+    )
+    assert paper.fallback_epsilon == pytest.approx(1e7 * 0.5 / 5)
     values, abstained = reg.predict(X, return_abstained=True)
     assert abstained.tolist() == [True, False]
     # Mean soft label 0.5 (sensitivity 1/8), noise negligible at this epsilon.
@@ -290,7 +306,10 @@ def test_noisy_mean_fallback():
 def test_calibrated_for_T_plus_one_draws():
     X, y = make_regression(n_samples=400, n_features=3, random_state=0)
     reg = SoftLabelPrivateRegressor(
-        n_estimators=10, epsilon=2.0, max_unstable=50, target_range=(-300, 300)
+        n_estimators=10,
+        epsilon=2.0,
+        mechanism=SoftLabelHistogram(max_unstable=50),
+        target_range=(-300, 300),
     ).fit(X, y)
     expected = calibrate_sparse_vector(2.0, 1e-5, 51)
     assert reg.threshold_ == expected.threshold
@@ -302,19 +321,21 @@ def test_calibrated_for_T_plus_one_draws():
 
 
 def test_noisy_mean_budget_split():
-    X, y = make_regression(n_samples=400, n_features=3, random_state=0)
-    reg = SoftLabelPrivateRegressor(
-        n_estimators=10,
-        epsilon=2.0,
+    # The paper's split, kept by the reference calibration "exact" (the
+    # estimator takes the joint composition below).
+    test = SoftLabelTest.calibrate(
+        2.0,
+        1e-5,
         max_unstable=7,
+        n_bins=10,
+        calibration="exact",
         fallback="noisy_mean",
         noisy_mean_share=0.25,
-        target_range=(-300, 300),
-        calibration="exact",
-    ).fit(X, y)
-    assert reg.sparse_vector_epsilon_ == pytest.approx(1.5)
-    assert reg.fallback_epsilon_ == pytest.approx(0.5 / 4)  # ceil(7/2) = 4
-    spent = math.fsum(e.epsilon * e.count for e in reg.accountant_.events)
+    )
+    figures = test.fitted_attributes()
+    assert figures["sparse_vector_epsilon_"] == pytest.approx(1.5)
+    assert figures["fallback_epsilon_"] == pytest.approx(0.5 / 4)  # ceil(7/2) = 4
+    spent = math.fsum(e.epsilon * e.count for e in test.privacy_events())
     assert spent == pytest.approx(2.0)
 
 
@@ -325,15 +346,14 @@ def test_noisy_mean_joint_composition():
     # each noisy mean gets share / (1 - share) of an instance's eps0, more
     # than the paper's structure gives it.
     X, y = make_regression(n_samples=400, n_features=3, random_state=0)
-    params = dict(
+    reg = SoftLabelPrivateRegressor(
         n_estimators=10,
         epsilon=2.0,
-        max_unstable=7,
-        fallback="noisy_mean",
-        noisy_mean_share=0.25,
+        mechanism=SoftLabelHistogram(
+            max_unstable=7, fallback="noisy_mean", noisy_mean_share=0.25
+        ),
         target_range=(-300, 300),
-    )
-    reg = SoftLabelPrivateRegressor(**params).fit(X, y)
+    ).fit(X, y)
     cal = reg.privacy_mechanism_.calibration
     assert reg.calibration_ == "laplace" and cal.n_fallbacks == 4
     assert [(e.kind, e.epsilon) for e in reg.accountant_.events] == [
@@ -341,15 +361,26 @@ def test_noisy_mean_joint_composition():
     ]
     assert reg.fallback_epsilon_ == pytest.approx(cal.per_instance_epsilon / 3)
     assert cal.composed_epsilon <= 2.0
-    paper = SoftLabelPrivateRegressor(**params, calibration="exact").fit(X, y)
-    assert reg.threshold_ < paper.threshold_
+    paper = SoftLabelTest.calibrate(
+        2.0,
+        1e-5,
+        max_unstable=7,
+        n_bins=10,
+        calibration="exact",
+        fallback="noisy_mean",
+        noisy_mean_share=0.25,
+    )
+    assert reg.threshold_ < paper.calibration.threshold
 
 
 # -- base estimators ---------------------------------------------------------
 def test_binary_classifier_base_uses_predict_proba():
     X, y = make_classification(n_samples=600, n_features=5, random_state=0)
     reg = SoftLabelPrivateRegressor(
-        LogisticRegression(), n_estimators=10, max_unstable=200, noise_random_state=0
+        LogisticRegression(),
+        n_estimators=10,
+        mechanism=SoftLabelHistogram(max_unstable=200),
+        noise_random_state=0,
     ).fit(X, y)
     assert reg.soft_label_method_ == "predict_proba"
     assert reg.target_range_ == (0.0, 1.0)
@@ -376,7 +407,9 @@ def test_bad_gamma(regression_data, gamma):
     X, y = regression_data
     shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     reg = SoftLabelPrivateRegressor(
-        gamma=gamma, target_range=(-1, 1), accountant=shared
+        mechanism=SoftLabelHistogram(gamma=gamma),
+        target_range=(-1, 1),
+        accountant=shared,
     )
     with pytest.raises(ValueError, match="gamma"):
         reg.fit(X, y)
@@ -386,7 +419,11 @@ def test_bad_gamma(regression_data, gamma):
 @pytest.mark.parametrize("gamma", [0.5, 1 / 3, 0.25, 0.1, 0.05])
 def test_good_gamma(regression_data, gamma):
     X, y = regression_data
-    reg = SoftLabelPrivateRegressor(n_estimators=5, gamma=gamma, target_range=(-1, 1))
+    reg = SoftLabelPrivateRegressor(
+        n_estimators=5,
+        mechanism=SoftLabelHistogram(gamma=gamma),
+        target_range=(-1, 1),
+    )
     assert reg.fit(X, y).n_bins_ == round(1 / gamma)
 
 
@@ -421,10 +458,13 @@ def test_classifier_needs_binary_targets():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"max_unstable": 0}, "max_unstable"),
+        ({"mechanism": SoftLabelHistogram(max_unstable=0)}, "max_unstable"),
         ({"delta": 0.0}, "delta"),
         ({"epsilon": -1.0}, "epsilon"),
-        ({"fallback": "abstain"}, "fallback"),
+        ({"mechanism": SoftLabelHistogram(fallback="abstain")}, "fallback"),
+        ({"mechanism": SoftLabelHistogram(noisy_mean_share=1.0)}, "noisy_mean_share"),
+        ({"mechanism": SoftLabelHistogram(noise="pure")}, "noise"),
+        ({"mechanism": "sparse_vector"}, "mechanism"),
         ({"n_estimators": 500}, "n_samples=200"),
     ],
 )
@@ -443,8 +483,7 @@ def test_copies_do_not_replay_the_noise(regression_data):
     X, y = regression_data
     reg = SoftLabelPrivateRegressor(
         n_estimators=5,
-        max_unstable=1000,
-        fallback="noisy_mean",
+        mechanism=SoftLabelHistogram(max_unstable=1000, fallback="noisy_mean"),
         target_range=(-300, 300),
     ).fit(X, y)
     duplicate = copy.deepcopy(reg)
@@ -456,6 +495,6 @@ def test_refused_refit_keeps_the_live_model(regression_data):
     reg = SoftLabelPrivateRegressor(n_estimators=5, target_range=(-1, 1)).fit(X, y)
     state = reg._serving_state_
     with pytest.raises(ValueError, match="gamma"):
-        reg.set_params(gamma=0.3).fit(X, y)
+        reg.set_params(mechanism=SoftLabelHistogram(gamma=0.3)).fit(X, y)
     assert reg._serving_state_ is state and reg.n_bins_ == 10
     assert reg.predict(X[:5], return_abstained=True)[0].shape == (5,)

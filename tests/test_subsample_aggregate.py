@@ -30,7 +30,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import (
     BudgetExhaustedError,
+    GNMax,
     PrivacyAccountant,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 
@@ -45,45 +47,42 @@ X_TRAIN, Y_TRAIN = two_blobs(400, seed=0)
 X_QUERY, Y_QUERY = two_blobs(200, seed=1)
 
 
+def _model(options, params):
+    """A model on the stump whose sparse vector options are ``options``
+    updated by the ``SparseVector`` keys of ``params`` (the rest go to the
+    estimator)."""
+    names = SparseVector().get_params()
+    options = {**options, **{k: params.pop(k) for k in list(params) if k in names}}
+    defaults = dict(
+        estimator=STUMP,
+        classes=[0, 1],
+        random_state=0,
+        mechanism=SparseVector(**options),
+    )
+    defaults.update(params)
+    return SubsampleAggregateClassifier(**defaults)
+
+
 def _easy(**params):
     """A model whose teachers agree and whose threshold is tiny (eps = 1000).
 
     With 10 unanimous teachers dist = 4 while w = 0.26 and the noise scale is
     0.01 (P(noise != 0) < 1e-40): every query on the blobs passes.
     """
-    defaults = dict(
-        estimator=STUMP,
-        n_estimators=10,
-        epsilon=1000.0,
-        max_unstable=5,
-        fallback="abstain",
-        abstain_label=-1,
-        classes=[0, 1],
-        random_state=0,
-    )
-    defaults.update(params)
-    return SubsampleAggregateClassifier(**defaults)
+    params = {"n_estimators": 10, "epsilon": 1000.0, **params}
+    return _model({"max_unstable": 5, "fallback": "abstain"}, params)
 
 
 def _hopeless(**params):
-    """A model where every test fails: 5 teachers (dist <= 2), w = 151, lam = 6.
+    """A model where every test fails: 5 teachers (dist <= 2), w >= 100.
 
-    A query passes only if DLap(12) - DLap(6) > 149, probability < 3e-6
-    (``stability_tail_probability(6, 149)``); the tests below see at most a
-    few dozen tests of this kind, so they fail by chance with p < 1e-4.
+    Even unanimous votes pass with probability below 1e-5 (checked by
+    :func:`test_hopeless_configuration_is_what_it_claims`); the tests below
+    see at most a few dozen tests of this kind, so they fail by chance with
+    p < 1e-3.
     """
-    defaults = dict(
-        estimator=STUMP,
-        n_estimators=5,
-        epsilon=1.0,
-        max_unstable=3,
-        fallback="abstain",
-        abstain_label=-1,
-        classes=[0, 1],
-        random_state=0,
-    )
-    defaults.update(params)
-    return SubsampleAggregateClassifier(**defaults)
+    params = {"n_estimators": 5, "epsilon": 1.0, **params}
+    return _model({"max_unstable": 3, "fallback": "abstain"}, params)
 
 
 def _majority(model, X):
@@ -108,60 +107,54 @@ def test_hopeless_configuration_is_what_it_claims():
     assert model.privacy_mechanism_.calibration.pass_probability(2) < 1e-5
 
 
-def test_max_queries_plus_one_raises():
+def test_max_queries_spent_abstains_on_every_further_row():
     model = _easy(max_queries=10).fit(X_TRAIN, Y_TRAIN)
     model.predict(X_QUERY[:4])
     model.predict(X_QUERY[4:10])
-    assert model.budget_status().n_served == 10
-    with pytest.raises(BudgetExhaustedError, match="max_queries") as info:
-        model.predict(X_QUERY[10:11])
-    assert info.value.n_answered == 0
-    assert len(info.value.partial_predictions) == 0
+    status = model.budget_status()
+    assert status.n_served == 10 and status.halted  # the cap is spent
+    labels, abstained = model.predict(X_QUERY[10:11], return_abstained=True)
+    assert labels.tolist() == [model.abstain_label_] == [-1]
+    assert abstained.tolist() == [True]
     assert model.budget_status().n_served == 10  # nothing more was served
 
 
 def test_model_halts_when_abstentions_reach_max_unstable():
     model = _hopeless().fit(X_TRAIN, Y_TRAIN)
-    with pytest.raises(BudgetExhaustedError, match="max_unstable") as info:
-        model.predict(X_QUERY[:10])
-    err = info.value
-    assert err.n_answered == 3  # the third failure is the last query tested
-    np.testing.assert_array_equal(err.partial_predictions, [-1, -1, -1])
+    labels, abstained = model.predict(X_QUERY[:10], return_abstained=True)
+    np.testing.assert_array_equal(labels, np.full(10, -1))
+    assert abstained.all()
     status = model.budget_status()
     assert status.n_failed_tests == 3 and status.halted
-    assert status.n_served == 3
+    assert status.n_served == 3  # the third failure is the last query tested
     engine = model._serving_state_.engine.test
     assert engine.n_threshold_draws == 3  # no (T+1)-th threshold draw
-    # A halted model answers nothing more.
-    with pytest.raises(BudgetExhaustedError) as info:
-        model.predict(X_QUERY[:1])
-    assert info.value.n_answered == 0
-    assert model.budget_status().n_failed_tests == 3
-    # The error carries the spends, never the secret state.
-    secret = engine.get_state()["noisy_threshold"]
-    assert f"{secret:g}" not in str(err) and "noisy" not in str(err)
-    assert err.spends and all(hasattr(e, "epsilon") for e in err.spends)
+    # A halted model answers nothing more: every row abstained on, free.
+    labels, abstained = model.predict(X_QUERY[:1], return_abstained=True)
+    assert labels.tolist() == [-1] and abstained.all()
+    status = model.budget_status()
+    assert status.n_failed_tests == 3 and status.n_served == 3
 
 
-def test_partial_batch_raises_with_the_paid_answers():
+def test_partial_batch_returns_the_paid_answers_and_abstains_on_the_rest():
     params = dict(max_queries=5, noise_random_state=0)
     model = _easy(**params).fit(X_TRAIN, Y_TRAIN)
-    with pytest.raises(BudgetExhaustedError) as info:
-        model.predict(X_QUERY[:8])
-    err = info.value
-    assert err.n_answered == 5
+    labels, abstained = model.predict(X_QUERY[:8], return_abstained=True)
     # The paid answers are exactly what the same model gives for those rows.
     same = _easy(**params).fit(X_TRAIN, Y_TRAIN).predict(X_QUERY[:5])
-    np.testing.assert_array_equal(err.partial_predictions, same)
-    np.testing.assert_array_equal(err.partial_predictions, Y_QUERY[:5])
-    assert model.budget_status().n_served == 5
+    np.testing.assert_array_equal(labels[:5], same)
+    np.testing.assert_array_equal(labels[:5], Y_QUERY[:5])
+    np.testing.assert_array_equal(labels[5:], [model.abstain_label_] * 3)
+    np.testing.assert_array_equal(abstained, [False] * 5 + [True] * 3)
+    status = model.budget_status()
+    assert status.n_served == 5 and status.halted  # nothing beyond the cap
 
 
 def test_fit_resets_the_budget():
     model = _easy(max_queries=6).fit(X_TRAIN, Y_TRAIN)
     model.predict(X_QUERY[:6])
-    with pytest.raises(BudgetExhaustedError):
-        model.predict(X_QUERY[:1])
+    assert model.predict(X_QUERY[:1], return_abstained=True)[1].all()
+    assert model.budget_status().halted
     first_accountant = model.accountant_
     model.fit(X_TRAIN, Y_TRAIN)
     np.testing.assert_array_equal(model.predict(X_QUERY[:6]), Y_QUERY[:6])
@@ -171,8 +164,8 @@ def test_fit_resets_the_budget():
     assert model.accountant_.spent == first_accountant.spent
 
     halted = _hopeless().fit(X_TRAIN, Y_TRAIN)
-    with pytest.raises(BudgetExhaustedError):
-        halted.predict(X_QUERY[:10])
+    halted.predict(X_QUERY[:10])
+    assert halted.budget_status().halted
     halted.fit(X_TRAIN, Y_TRAIN)
     status = halted.budget_status()
     assert status.n_failed_tests == 0 and not status.halted
@@ -180,8 +173,8 @@ def test_fit_resets_the_budget():
     np.testing.assert_array_equal(labels, [-1, -1])
 
 
-def test_on_exhausted_abstain_answers_the_rest_with_abstain_label():
-    model = _easy(max_queries=5, on_exhausted="abstain").fit(X_TRAIN, Y_TRAIN)
+def test_an_exhausted_model_answers_the_rest_with_abstain_label():
+    model = _easy(max_queries=5).fit(X_TRAIN, Y_TRAIN)
     labels, abstained = model.predict(X_QUERY[:8], return_abstained=True)
     np.testing.assert_array_equal(labels[:5], Y_QUERY[:5])
     np.testing.assert_array_equal(labels[5:], [-1, -1, -1])
@@ -194,23 +187,22 @@ def test_on_exhausted_abstain_answers_the_rest_with_abstain_label():
     assert model.predict(X_QUERY[:2]).tolist() == [-1, -1]
 
     # Halting at T: the failed tests and everything after are abstentions.
-    model = _hopeless(on_exhausted="abstain").fit(X_TRAIN, Y_TRAIN)
+    model = _hopeless().fit(X_TRAIN, Y_TRAIN)
     labels, abstained = model.predict(X_QUERY[:10], return_abstained=True)
     assert (labels == -1).all() and abstained.all()
     assert model.budget_status().halted
 
 
-def test_on_exhausted_abstain_with_noisy_max_fallback_and_string_labels():
+def test_exhausted_with_noisy_max_fallback_and_string_labels():
     y = np.array(["ham", "spam"])[Y_TRAIN]
     model = _easy(
         fallback="noisy_max",
-        abstain_label="n/a",
         classes=["ham", "spam"],
         max_queries=4,
-        on_exhausted="abstain",
     ).fit(X_TRAIN, y)
+    assert model.abstain_label_ == "abstain"
     labels, abstained = model.predict(X_QUERY[:6], return_abstained=True)
-    assert labels[4:].tolist() == ["n/a", "n/a"]
+    assert labels[4:].tolist() == ["abstain", "abstain"]
     assert abstained.tolist() == [False] * 4 + [True] * 2
     assert labels[:4].tolist() == np.array(["ham", "spam"])[Y_QUERY[:4]].tolist()
 
@@ -226,9 +218,7 @@ def test_agreeing_teachers_and_large_budget_give_the_exact_majority(
         estimator,
         n_estimators=20,  # 20 rows each; unanimous: dist = 9 >> w
         epsilon=1000.0,
-        max_unstable=1,
-        fallback=fallback,
-        abstain_label="none",
+        mechanism=SparseVector(max_unstable=1, fallback=fallback),
         classes=["cat", "dog"],
         random_state=0,
     ).fit(X_TRAIN, y)
@@ -252,9 +242,7 @@ def test_shared_accountant_sees_every_fit_of_a_grid_search():
     base = SubsampleAggregateClassifier(
         STUMP,
         n_estimators=5,
-        max_unstable=10,
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=10),
         classes=[0, 1],
         accountant=accountant,
         random_state=0,
@@ -303,14 +291,11 @@ def test_pipeline_with_scaler():
     assert pipe.named_steps["private"].n_features_in_ == 2
 
 
-def test_grid_search_over_epsilon_with_on_exhausted_abstain_completes():
+def test_grid_search_over_epsilon_with_exhausted_candidates_completes():
     base = SubsampleAggregateClassifier(
         STUMP,
         n_estimators=5,
-        max_unstable=3,
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=3, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
     )
@@ -348,7 +333,7 @@ def test_n_jobs_does_not_change_the_teachers():
         random_state=0,
         noise_random_state=0,
         epsilon=1000.0,
-        max_unstable=50,
+        mechanism=SparseVector(max_unstable=50),
     )
     X = X_TRAIN + np.random.default_rng(0).normal(scale=4.0, size=X_TRAIN.shape)
     serial = SubsampleAggregateClassifier(n_jobs=1, **params).fit(X, Y_TRAIN)
@@ -386,12 +371,13 @@ class CutTeacher(ClassifierMixin, BaseEstimator):
 
 
 def _near_threshold_setup(noise_random_state):
-    """101 teachers, w = 32, lam = 1: queries whose dist is about w.
+    """101 teachers, w = 26, noise scales about 1.5: queries whose dist is w.
 
-    eps = 200, T = 100 (pure: lam = 2T/eps = 1, w = 2 ln(T/delta) = 32.2);
-    the noisy comparison has a standard deviation of about 3, so at dist = 32
-    each test is close to a coin flip, and T = 100 failures allow about 200
-    random decisions per 300 queries.
+    eps = 200, T = 100 (Laplace noise, the optimal composition: w = 26,
+    threshold and query scales 1.42 and 1.53); the noisy comparison has a
+    standard deviation of about 3, so at dist = w each test is close to a
+    coin flip, and T = 100 failures allow about 200 random decisions per 300
+    queries.
     """
     rng = np.random.default_rng(0)
     n = 2020  # 20 rows per shard
@@ -401,23 +387,21 @@ def _near_threshold_setup(noise_random_state):
         CutTeacher(),
         n_estimators=101,
         epsilon=200.0,
-        max_unstable=100,
-        calibration="pure",
-        fallback="abstain",
-        abstain_label=-1,
-        on_exhausted="abstain",
+        mechanism=SparseVector(max_unstable=100, fallback="abstain"),
         classes=[0, 1],
         random_state=0,
         noise_random_state=noise_random_state,
     )
     model.fit(X, y)
-    assert model.noise_scale_ == 1.0 and 32 < model.threshold_ < 33
+    w = model.threshold_
+    assert model.calibration_ == "laplace" and w == 26
+    assert 1 < model.noise_scale_ < 2 and 1 < model.query_noise_scale_ < 2
     grid = np.column_stack([np.linspace(0, 1, 2001), np.zeros(2001)])
     counts = _majority(model, grid)[1]
     gap = np.abs(counts[:, 1] - counts[:, 0])
     dist = np.maximum(0, (gap + 1) // 2 - 1)
-    v = grid[np.argmin(np.abs(dist - 32))]
-    assert abs(dist[np.argmin(np.abs(dist - 32))] - 32) <= 1
+    v = grid[np.argmin(np.abs(dist - w))]
+    assert abs(dist[np.argmin(np.abs(dist - w))] - w) <= 1
     return model, np.tile(v, (300, 1)), (X, y)
 
 
@@ -556,19 +540,26 @@ BAD_FITS = {
         ValueError,
         "fallback",
     ),
-    "unknown calibration": (
-        {"calibration": "magic"},
+    "unknown noise": (
+        {"noise": "magic"},
         X_TRAIN,
         Y_TRAIN,
         ValueError,
-        "calibration",
+        "noise",
     ),
-    "paper overspends": (
-        {"calibration": "paper", "epsilon": 200.0, "max_unstable": 100},
+    "unknown mechanism": (
+        {"mechanism": "gnmax"},
         X_TRAIN,
         Y_TRAIN,
         ValueError,
-        "calibration",
+        "mechanism",
+    ),
+    "another estimator's mechanism": (
+        {"mechanism": GNMax()},
+        X_TRAIN,
+        Y_TRAIN,
+        TypeError,
+        "mechanism",
     ),
     "noisy_max_share 1": (
         {"fallback": "noisy_max", "noisy_max_share": 1.0},
@@ -576,41 +567,6 @@ BAD_FITS = {
         Y_TRAIN,
         ValueError,
         "noisy_max_share",
-    ),
-    "abstain without abstain_label": (
-        {"abstain_label": None},
-        X_TRAIN,
-        Y_TRAIN,
-        ValueError,
-        "abstain_label",
-    ),
-    "on_exhausted abstain without abstain_label": (
-        {"fallback": "noisy_max", "abstain_label": None, "on_exhausted": "abstain"},
-        X_TRAIN,
-        Y_TRAIN,
-        ValueError,
-        "abstain_label",
-    ),
-    "abstain_label in classes": (
-        {"abstain_label": 1},
-        X_TRAIN,
-        Y_TRAIN,
-        ValueError,
-        "abstain_label",
-    ),
-    "abstain_label of the wrong type": (
-        {"abstain_label": "none"},
-        X_TRAIN,
-        Y_TRAIN,
-        TypeError,
-        "abstain_label",
-    ),
-    "numeric abstain_label for string classes": (
-        {"abstain_label": -1, "classes": ["a", "b"]},
-        X_TRAIN,
-        np.array(["a", "b"])[Y_TRAIN],
-        TypeError,
-        "abstain_label",
     ),
     "labels outside classes": (
         {"classes": [0, 2]},

@@ -40,7 +40,7 @@ from sklearn.tree import DecisionTreeClassifier
 from dpsklearn import SubsampleAggregateClassifier
 from dpsklearn.baselines import base_rate, teacher_majority_vote
 from dpsklearn.datasets import load_adult
-from dpsklearn.mechanisms import calibrate_sparse_vector
+from dpsklearn.mechanisms import SparseVector
 
 train = load_adult(subset="train")
 test = load_adult(subset="test")
@@ -54,7 +54,8 @@ classes = train.target_names  # the public label set
 # What the budget allows, before fitting anything
 # -----------------------------------------------
 # ``k = 1000`` shallow trees, one per shard of about 32 rows. With
-# ``max_unstable=10`` the budget pays for 10 failed stability tests, and
+# ``SparseVector(max_unstable=10)`` the budget pays for 10 failed stability
+# tests, and
 # ``delta = 1e-6`` is well below ``1 / n``. A query passes only when its
 # distance to instability clears the threshold ``w`` by a few noise scales;
 # with 1,000 teachers the distance is at most 499 (unanimous teachers). The
@@ -62,9 +63,11 @@ classes = train.target_names  # the public label set
 # at ``epsilon = 1`` the threshold is above 499 and no query can pass.
 
 n_estimators, max_unstable, delta = 1000, 10, 1e-6
+stability = SparseVector(max_unstable=max_unstable, fallback="abstain")
 max_distance = (n_estimators + 1) // 2 - 1
 for epsilon in [1, 2, 4, 8, 16]:
-    calibration = calibrate_sparse_vector(epsilon, delta, max_unstable, "auto")
+    test = stability.calibrate(epsilon, delta, max_unstable=max_unstable)
+    calibration = test.calibration
     print(
         f"epsilon={epsilon:<3g} {calibration.name} calibration: threshold "
         f"w={calibration.threshold:.0f}, noise scale {calibration.noise_scale:.1f}"
@@ -76,8 +79,10 @@ for epsilon in [1, 2, 4, 8, 16]:
 # -----------------------------
 # The same ``random_state`` gives the same shards and teachers at every
 # epsilon, so only the privacy mechanism changes along the curve. With
-# ``fallback="abstain"`` every failed test is an abstention, so the answered
-# queries are exactly those that passed.
+# ``SparseVector(fallback="abstain")`` every failed test is an abstention, so
+# the answered queries are exactly those that passed; once the model halts
+# it abstains on every further query with ``abstain_label_`` (here
+# ``"abstain"``, the label set being strings).
 
 epsilons = [2, 4, 8, 16]
 rows = []
@@ -88,10 +93,7 @@ for epsilon in epsilons:
         n_estimators=n_estimators,
         epsilon=epsilon,
         delta=delta,
-        max_unstable=max_unstable,
-        fallback="abstain",
-        abstain_label="abstain",
-        on_exhausted="abstain",
+        mechanism=stability,
         classes=classes,
         random_state=0,
     )

@@ -70,9 +70,7 @@ model = SubsampleAggregateClassifier(
     delta=1e-5,
     mechanism="confident_gnmax",
     max_queries=2000,
-    abstain_label="abstain",
-    on_exhausted="abstain",
-    classes=["<=50K", ">50K"],
+    classes=["<=50K", ">50K"],  # abstentions answer abstain_label_ = "abstain"
     random_state=0,
 )
 

@@ -11,11 +11,12 @@ the fraction of the ``m`` queries answered and the accuracy, **without
 fitting a private model or spending any budget**:
 
 * ``sparse_vector``: :class:`~dpsklearn.SubsampleAggregateClassifier` (the
-  stability test, ``fallback="abstain"``);
+  stability test, ``mechanism=SparseVector(fallback="abstain")``);
 * ``confident_gnmax``: ``SubsampleAggregateClassifier(mechanism=
-  "confident_gnmax")``, one row per ``max_answers``;
+  ConfidentGNMax(max_answers=...))``, one row per ``max_answers``;
 * ``private_prediction``: :class:`~dpsklearn.PrivatePredictionClassifier`
-  (the exponential mechanism, calibrations ``basic``, ``zcdp``, ``rdp``);
+  (the exponential mechanism; the guide rows the compositions ``basic``,
+  ``zcdp``, ``rdp``, of which the estimator takes the tightest);
 * ``gnmax``: ``PrivatePredictionClassifier(mechanism="gnmax")``.
 
 This example runs it on three regimes of teacher agreement met in practice:
@@ -74,14 +75,13 @@ from dpsklearn.teachers import fused_ensemble
 start = time.perf_counter()
 
 
-def fit_teachers(estimator, X, y, k, classes, abstain_label):
+def fit_teachers(estimator, X, y, k, classes):
     """A fitted teacher ensemble; only its ``estimators_`` are used here."""
     model = SubsampleAggregateClassifier(
         estimator,
         n_estimators=k,
         mechanism="confident_gnmax",
         max_queries=1,
-        abstain_label=abstain_label,
         classes=classes,
         random_state=0,
     )
@@ -110,25 +110,25 @@ X_easy, y_easy = make_classification(
 X_easy, X_easy_q = X_easy[:30_000], X_easy[30_000:]
 y_easy, y_easy_q = y_easy[:30_000], y_easy[30_000:]
 
-# name: (teacher, X, y, X_query, y_query, classes, abstain label, k)
+# name: (teacher, X, y, X_query, y_query, classes, k)
 settings = {
     "Adult, k = 100": (
         teacher_estimator(), X_adult, y_adult, X_adult_q, y_adult_q,
-        adult_classes, "abstain", 100,
+        adult_classes, 100,
     ),
     "Adult, k = 1000": (
         teacher_estimator(), X_adult, y_adult, X_adult_q, y_adult_q,
-        adult_classes, "abstain", 1000,
+        adult_classes, 1000,
     ),
     "easy task, k = 1000": (
         GaussianNB(), X_easy, y_easy, X_easy_q, y_easy_q,
-        np.array([0, 1]), -1, 1000,
+        np.array([0, 1]), 1000,
     ),
 }  # fmt: skip
 
 regimes = {}
-for name, (teacher, X, y, X_q, y_q, classes, abstain, k) in settings.items():
-    model = fit_teachers(teacher, X, y, k, classes, abstain)
+for name, (teacher, X, y, X_q, y_q, classes, k) in settings.items():
+    model = fit_teachers(teacher, X, y, k, classes)
     counts = teacher_votes(model, X_q)
     y_index = np.searchsorted(model.classes_, y_q)  # true class, as a column
     ordered = np.sort(counts, axis=1)
@@ -338,7 +338,7 @@ plt.show()
 #   tenth of the rows, have the same majority-vote accuracy as the 100 and
 #   keep it under privacy. Fewer queries help too (``m = 100``).
 # * **Many teachers, every query answered: the exponential mechanism**
-#   (``calibration="auto"``, here ``rdp``) stays within about a point and a
+#   (the tightest composition, here ``rdp``) stays within about a point and a
 #   half of the teachers' own vote on Adult and matches it on the easy task;
 #   GNMax is as good or slightly behind, and its ``predict_proba`` comes with
 #   ``predict`` at no extra cost.
@@ -348,11 +348,12 @@ plt.show()
 #   with 1,000 teachers on Adult it answers most queries. Use it when an
 #   abstention is acceptable, for example to label public rows for a
 #   student (:class:`~dpsklearn.KnowledgeTransferClassifier`).
-# * **The calibration matters as much as the mechanism.** ``basic``
+# * **The composition matters as much as the mechanism.** ``basic``
 #   composition splits ``epsilon`` into ``epsilon / m`` and falls towards a
 #   coin flip at ``m = 1000``; ``zcdp`` and ``rdp`` make a thousand answers
 #   affordable, and ``rdp`` is the better of the two where the noise
-#   matters (``k = 100``).
+#   matters (``k = 100``). The estimators take the tightest admissible one
+#   by themselves (``calibration_`` says which).
 #
 # The private route: the guide without looking at the votes
 # ---------------------------------------------------------

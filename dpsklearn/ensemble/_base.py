@@ -121,7 +121,7 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             )
         if classifier and y is not None and np.unique(y).size < 2:
             raise ValueError(
-                "y holds a single class: every teacher would vote for it, and "
+                "y holds one class only: every teacher would vote for it, and "
                 "nothing about the data could be learned privately. Pass "
                 "training labels with at least two classes."
             )

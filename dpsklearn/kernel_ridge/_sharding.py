@@ -78,8 +78,9 @@ def plan_shards(n_samples, n_estimators, working_memory, n_weights=None):
     Raises
     ------
     ValueError
-        Naming ``n_estimators`` when it leaves a shard empty or a shard's
-        arrays above ``working_memory``; raised before any allocation.
+        Naming ``n_shards`` (the mechanism option that ``n_estimators``
+        holds) when it leaves a shard empty or a shard's arrays above
+        ``working_memory``; raised before any allocation.
 
     Examples
     --------
@@ -95,19 +96,21 @@ def plan_shards(n_samples, n_estimators, working_memory, n_weights=None):
     k = int(n_estimators)
     if k > n_samples:
         raise ValueError(
-            f"n_estimators={k} needs at least one row per shard, but "
-            f"n_samples={n_samples}."
+            f"OutputPerturbation(n_shards={k}) needs at least one row per shard, "
+            f"but n_samples={n_samples}."
         )
     largest = -(-n_samples // k)
     needed = shard_bytes(largest, n_weights)
     if needed > limit:
         fewest = plan_shards(n_samples, "auto", working_memory, n_weights)
         raise ValueError(
-            f"n_estimators={k} puts up to {largest} rows in a shard, whose "
+            f"OutputPerturbation(n_shards={k}) puts up to {largest} rows in a "
+            f"shard, whose "
             f"{'Gram matrix' if n_weights is None else 'random-feature system'} "
             f"needs {needed / _MIB:.0f} MiB, over working_memory="
-            f"{working_memory:g} MiB. Use n_estimators >= {fewest} (or "
-            "n_estimators='auto'), or raise working_memory."
+            f"{working_memory:g} MiB. Use n_shards >= {fewest} (or "
+            "n_shards='auto'), or raise scikit-learn's working_memory "
+            "(sklearn.set_config(working_memory=...))."
         )
     return k
 
