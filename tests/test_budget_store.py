@@ -19,7 +19,7 @@ from _helpers import STUMP, two_blobs
 from _ledger_backends import ledger_url_fixture  # noqa: F401 (ledger_url)
 
 import dpsklearn
-from dpsklearn import BudgetCopyWarning, SubsampleAggregateClassifier
+from dpsklearn import BudgetCopyWarning, SparseVector, SubsampleAggregateClassifier
 from dpsklearn.accounting import (
     BudgetStore,
     ModelRecord,
@@ -38,9 +38,7 @@ def _model(accountant):
         n_estimators=50,
         epsilon=200.0,
         delta=1e-5,
-        max_unstable=60,
-        fallback="abstain",
-        abstain_label=-1,
+        mechanism=SparseVector(max_unstable=60, fallback="abstain"),
         classes=[0, 1],
         accountant=accountant,
         random_state=0,

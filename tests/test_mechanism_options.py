@@ -51,6 +51,7 @@ from dpsklearn import (
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
+    PublicPrior,
     RepeatAndSelect,
     SoftLabelHistogram,
     SoftLabelPrivateRegressor,
@@ -58,7 +59,7 @@ from dpsklearn import (
     SubsampleAggregateClassifier,
 )
 from dpsklearn.accounting import PureEvent
-from dpsklearn.mechanisms import MechanismOptions, resolve_mechanism
+from dpsklearn.mechanisms import MechanismOptions, StabilityTest, resolve_mechanism
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -89,7 +90,8 @@ def test_every_options_class_is_exported_and_covered():
         and issubclass(obj, MechanismOptions)
         and obj is not MechanismOptions
     }
-    assert exported == set(OPTIONS)
+    # PublicPrior needs a fitted public model: tests/test_public_prior.py.
+    assert exported == set(OPTIONS) | {PublicPrior}
 
 
 @pytest.mark.parametrize("cls", sorted(OPTIONS, key=lambda c: c.__name__))
@@ -412,7 +414,9 @@ def test_auto_takes_the_stability_test_on_a_table_big_enough():
         model.fit(X_big, y_big)
     assert isinstance(model.mechanism_, SparseVector)
     assert model.mechanism_.max_unstable == 100  # the default options
-    assert model.calibration_ == "laplace" and model.threshold_ == 2003
+    expected = StabilityTest.calibrate(2.0, 1e-6, max_unstable=100)
+    assert model.calibration_ == "laplace"
+    assert model.threshold_ == expected.calibration.threshold
     assert not [w for w in caught if AUTO_WARNING in str(w.message)]
 
 

@@ -307,36 +307,47 @@ def test_predict_proba_is_the_documented_release():
     np.testing.assert_array_equal(proba, expected)
 
 
-def test_predict_proba_costs_four_predict_rows_under_zcdp(binary_data):
+def test_predict_proba_costs_its_units_and_abstains_past_the_budget(binary_data):
     X, y = binary_data
-    # epsilon = 1000 over 1000 units: the tightest split is zCDP's.
     clf = PrivatePredictionClassifier(
         n_estimators=5, epsilon=1000.0, max_queries=1000, classes=[0, 1]
     ).fit(X, y)
-    assert clf.calibration_ == "zcdp" and clf.proba_cost_ == 4
-    proba = clf.predict_proba(X[:3])  # 12 units
-    clf.predict(X[:5])  # 5 units
+    # The estimator takes the tightest split (the exact bounded-range game
+    # here); a probability row costs what its calibration says.
+    cost = clf.proba_cost_
+    assert cost == clf.privacy_mechanism_.proba_cost
+    proba = clf.predict_proba(X[:3])
+    clf.predict(X[:5])
     status = clf.budget_status()
-    assert status.query_units_spent == 17
-    rho_per_unit = clf.epsilon_per_query_**2 / 8
-    # 17 units of rho, converted at the budget's delta (zCDP).
-    assert status.spent == (
-        pytest.approx(zcdp_epsilon(17 * rho_per_unit, 1e-5)),
-        1e-5,
-    )
-    assert status.remaining[0] == pytest.approx(1000.0 - status.spent[0])
-    # The 1000 units are the total rho of (epsilon=1000, delta=1e-5).
-    assert zcdp_epsilon(1000 * rho_per_unit, 1e-5) == pytest.approx(1000.0)
-    clf.predict(np.random.default_rng(0).normal(size=(980, X.shape[1])))
-    assert clf.budget_status().query_units_remaining == 3
+    assert status.query_units_spent == 3 * cost + 5
+    assert status.spent == clf.privacy_mechanism_.spent(3 * cost + 5, None)
+    clf.predict(np.random.default_rng(0).normal(size=(995 - 3 * cost, X.shape[1])))
+    assert clf.budget_status().query_units_remaining == 0
     np.testing.assert_array_equal(clf.predict_proba(X[:3]), proba)  # cached: free
-    # Rows 3 and 4 need 8 units, 3 are left: both are abstained on (uniform
-    # rows, free), and nothing more is spent.
+    # Rows 3 and 4 find no unit left: both are abstained on (uniform rows,
+    # free), and nothing more is spent.
     again = clf.predict_proba(X[:5])
     np.testing.assert_array_equal(again[:3], proba)
     np.testing.assert_array_equal(again[3:], np.full((2, 2), 0.5))
-    assert clf.budget_status().query_units_spent == 997
-    # The split at basic composition costs one unit per row.
+    assert clf.budget_status().query_units_spent == 1000
+    assert clf.budget_status().halted
+
+
+def test_predict_proba_costs_four_units_under_zcdp():
+    # Under a zCDP or RDP split a probability row (a Laplace-type release,
+    # eps_q^2/2-zCDP) is four exponential-mechanism units (eps_q^2/8 each);
+    # basic composition and the exact bounded-range game charge one.
+    zcdp = SoftMajority.calibrate(
+        1000.0, 1e-5, 1000, n_teachers=5, n_classes=2, calibration="zcdp"
+    )
+    assert zcdp.proba_cost == 4
+    rho_per_unit = zcdp.epsilon_per_query**2 / 8
+    assert zcdp.spent(17, None) == (
+        pytest.approx(zcdp_epsilon(17 * rho_per_unit, 1e-5)),
+        1e-5,
+    )
+    # The 1000 units are the total rho of (epsilon=1000, delta=1e-5).
+    assert zcdp_epsilon(1000 * rho_per_unit, 1e-5) == pytest.approx(1000.0)
     basic = SoftMajority.calibrate(
         1.0, 1e-5, 20, n_teachers=5, n_classes=2, calibration="basic"
     )

@@ -466,16 +466,22 @@ default="auto"
             options.fallback == "abstain"
             and calibration.pass_probability(best_distance) < _NOTHING_PASSES
         ):
-            raise ValueError(
+            # Nothing at all will be answered. A warning, not an error: inside
+            # a search over epsilon such a candidate scores its abstentions
+            # (answered fraction 0) instead of failing to fit.
+            warnings.warn(
                 f"SparseVector(fallback='abstain') with k={n_estimators} teachers "
-                f"at epsilon={self.epsilon} can answer nothing: even unanimous "
+                f"at epsilon={self.epsilon} will answer nothing: even unanimous "
                 f"votes (distance {best_distance}) pass the stability test "
                 f"(threshold w={calibration.threshold:.0f}) with probability "
-                f"below {_NOTHING_PASSES:g}, and every other query abstains. "
+                f"below {_NOTHING_PASSES:g}, so every query is abstained on. "
                 "Use more training rows, a larger epsilon or a smaller "
                 "max_unstable, mechanism=ConfidentGNMax() or the default "
-                "mechanism='auto', or PrivatePredictionClassifier."
+                "mechanism='auto', or PrivatePredictionClassifier.",
+                UserWarning,
+                stacklevel=6,
             )
+            return
         what = (
             f"even unanimous votes give distance {best_distance}, below the "
             f"stability threshold w={calibration.threshold:.0f}, so almost no "
