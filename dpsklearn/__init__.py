@@ -41,6 +41,7 @@ from .exceptions import (
     BudgetCopyWarning,
     BudgetExhaustedError,
     PrivacyLeakWarning,
+    StudentFitError,
 )
 from .kernel_ridge import PrivateKernelRidge
 from .mechanisms import (
@@ -91,6 +92,7 @@ __all__ = [
     "SoftLabelHistogram",
     "SoftLabelPrivateRegressor",
     "SparseVector",
+    "StudentFitError",
     "SubsampleAggregateClassifier",
     "Thresholds",
     "__version__",

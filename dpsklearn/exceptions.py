@@ -7,6 +7,7 @@ __all__ = [
     "BudgetCopyWarning",
     "BudgetExhaustedError",
     "PrivacyLeakWarning",
+    "StudentFitError",
 ]
 
 
@@ -76,3 +77,34 @@ class AbstentionWarning(UserWarning):
     :func:`dpsklearn.metrics.make_abstention_scorer` to see the answered
     fraction beside the score.
     """
+
+
+class StudentFitError(ValueError):
+    """The student could not be fitted on the labels the teacher released.
+
+    Everything that can be checked on public data (the student fitted on
+    ``X_public`` with stand-in labels) is checked before anything is spent;
+    this error is left for what only the private labels decide, for example
+    a teacher whose released labels all name one class. The labels were paid
+    for, so they travel with the error.
+
+    Parameters
+    ----------
+    message : str
+    rows : ndarray
+        Positions in ``X_public`` of the rows the teacher labelled.
+    labels : ndarray
+        The labels (values) it released for them (private releases: public).
+
+    Examples
+    --------
+    >>> from dpsklearn.exceptions import StudentFitError
+    >>> err = StudentFitError("one class", rows=[0, 3], labels=["a", "a"])
+    >>> list(err.rows), list(err.labels)
+    ([0, 3], ['a', 'a'])
+    """
+
+    def __init__(self, message, rows, labels):
+        super().__init__(message)
+        self.rows = rows
+        self.labels = labels

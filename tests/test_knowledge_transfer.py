@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -363,3 +364,66 @@ def test_uncertainty_with_decision_function_only_student(data):
     ).fit(X, y, X_public=X_public)
     assert kt.n_public_labelled_ == 200
     assert kt.score(X_test, y_test) > 0.7  # base rate about 0.5
+
+
+# -- checked before anything is spent ------------------------------------------------
+def test_a_student_that_cannot_read_x_public_is_refused_before_the_spend():
+    import pandas as pd
+
+    from dpsklearn import PrivacyAccountant
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"job": rng.choice(["a", "b", "c"], 600), "age": rng.normal(size=600)}
+    )
+    y = (frame["age"] > 0).astype(int).to_numpy()
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    teacher_estimator = make_pipeline(
+        make_column_transformer(
+            (OneHotEncoder(handle_unknown="ignore"), ["job"]), remainder="passthrough"
+        ),
+        LogisticRegression(),
+    )
+    accountant = PrivacyAccountant(10.0, 1e-5)
+    model = KnowledgeTransferClassifier(
+        PrivatePredictionClassifier(
+            teacher_estimator,
+            n_estimators=5,
+            max_queries=100,
+            classes=[0, 1],
+            accountant=accountant,
+        ),
+        query_strategy="uncertainty",  # the ranker reads X_public too
+    )
+    with pytest.raises(ValueError, match="cannot be fitted on X_public"):
+        model.fit(frame.iloc[:400], y[:400], X_public=frame.iloc[400:])
+    assert accountant.spent == (0.0, 0.0)  # nothing was spent
+
+
+def test_labels_the_student_cannot_fit_travel_with_the_error():
+    from dpsklearn import StudentFitError
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(800, 2))
+    y = np.zeros(800, dtype=int)
+    y[:3] = 1  # two classes in the labels, one in every teacher's vote
+    model = KnowledgeTransferClassifier(
+        PrivatePredictionClassifier(
+            DummyClassifier(strategy="most_frequent"),
+            n_estimators=20,
+            epsilon=50.0,
+            max_queries=50,
+            classes=[0, 1],
+            noise_random_state=0,
+        ),
+        student=LogisticRegression(),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(StudentFitError) as err:
+            model.fit(X[:600], y[:600], X_public=X[600:650])
+    assert len(err.value.rows) == len(err.value.labels) > 0
+    assert set(np.unique(err.value.labels)) == {0}

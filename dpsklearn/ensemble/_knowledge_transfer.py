@@ -199,6 +199,14 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         _check_can_rank(student)
 
     @staticmethod
+    def _stand_in_labels(teacher, y, n):
+        """Labels from the public label set, every class present (for checks)."""
+        classes = getattr(teacher, "classes", None)
+        if classes is None:  # the teacher warns that it reads them from y
+            classes = np.unique(y)
+        return np.resize(np.asarray(classes), n)
+
+    @staticmethod
     def _priority(student, X_known, y_known, X_candidates, rng):
         """Margin sampling: the smallest gap between the two likeliest classes.
 

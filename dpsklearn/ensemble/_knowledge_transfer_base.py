@@ -30,7 +30,7 @@ from .._base import RefusesSeveredCopies, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
-from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning
+from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning, StudentFitError
 
 __all__ = ["BaseKnowledgeTransfer"]
 
@@ -209,6 +209,9 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         n_queries = self._resolve_n_queries(teacher, n_public)
         if self.query_strategy == "uncertainty":
             self._check_can_rank(student)
+        # Everything after the teacher's spend is tried first on public data
+        # (X_public with stand-in labels), so that it cannot fail afterwards.
+        self._check_student_on_public_rows(student, X_public, teacher, y)
         teacher.fit(X, y)
         if self.query_strategy == "sequential":
             rounds = [np.arange(n_queries)]
@@ -227,17 +230,59 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
 
         keep = ~abstained
         if not keep.any():
-            raise ValueError(
+            raise StudentFitError(
                 "the teacher labelled none of the public rows (all abstained or "
-                "unanswered); there is nothing to fit the student on."
+                "unanswered); there is nothing to fit the student on.",
+                rows=asked[keep],
+                labels=labels[keep],
             )
-        student.fit(take_rows(X_public, asked[keep]), labels[keep])
+        try:
+            student.fit(take_rows(X_public, asked[keep]), labels[keep])
+        except (ValueError, TypeError) as exc:
+            # Only the released labels can make this fail now (the student was
+            # fitted on X_public before the spend); they were paid for.
+            raise StudentFitError(
+                f"the student could not be fitted on the {int(keep.sum())} "
+                f"labels the teacher released: {exc} The labels travel with "
+                "this error (rows, labels).",
+                rows=asked[keep],
+                labels=labels[keep],
+            ) from exc
         self.student_ = student
         self.n_public_labelled_ = int(keep.sum())
         self.n_public_abstained_ = int(len(asked) - keep.sum())
         self.n_public_unanswered_ = int(n_queries - len(asked))
         self.n_public_unqueried_ = int(n_public - n_queries)
         return self
+
+    def _check_student_on_public_rows(self, student, X_public, teacher, y):
+        """Fit the student (and the uncertainty ranker) on public stand-ins.
+
+        The rows are the public ``X_public``; the labels are stand-ins taken
+        from the public label set (or the public target range), never from
+        private data, so this spends nothing and reveals nothing. A student
+        that cannot read ``X_public`` (a plain ``LogisticRegression`` on a
+        DataFrame of strings), or cannot fit at all, is refused here.
+        """
+        n_public = n_rows(X_public)
+        rows = np.arange(min(n_public, _STAND_IN_ROWS))
+        stand_in = self._stand_in_labels(teacher, y, len(rows))
+        X_rows = take_rows(X_public, rows)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted = clone(student).fit(X_rows, stand_in)
+                fitted.predict(X_rows)
+                if self.query_strategy == "uncertainty":
+                    rng = check_random_state(0)
+                    self._priority(student, X_rows, stand_in, X_rows, rng)
+        except Exception as exc:
+            raise ValueError(
+                f"student={student!r} cannot be fitted on X_public "
+                f"({type(exc).__name__}: {exc}). Checked before anything is "
+                "spent: give the student the preprocessing the teacher's "
+                "estimator has (e.g. the same ColumnTransformer in a Pipeline)."
+            ) from exc
 
     def _resolve_n_queries(self, teacher, n_public):
         if self.n_queries is not None:
@@ -356,6 +401,10 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
 
     def _validate_released_query(self, X):
         return self._validate_query(X)
+
+
+#: Public rows the student is tried on before the spend.
+_STAND_IN_ROWS = 200
 
 
 def _rows_served(teacher):

@@ -198,6 +198,13 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         return values, np.zeros(len(values), dtype=bool)
 
     @staticmethod
+    def _stand_in_labels(teacher, y, n):
+        """Values spread over the public target range (for checks)."""
+        bounds = getattr(teacher, "target_range", None)
+        lo, hi = (0.0, 1.0) if bounds is None else (float(b) for b in bounds)
+        return np.linspace(lo, hi, n)
+
+    @staticmethod
     def _partial_abstained(teacher, released):
         return np.zeros(len(released), dtype=bool)
 
