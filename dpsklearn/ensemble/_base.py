@@ -36,6 +36,10 @@ __all__ = [
 MIN_SAMPLES_PER_SHARD = 20
 #: Fewer rows per teacher than this draws a warning before anything is trained.
 _FEW_ROWS_PER_SHARD = 10
+#: The released answers name one class this often, over at least this many
+#: answers: the teachers have likely collapsed to the majority class.
+_ONE_CLASS_SHARE = 0.97
+_ONE_CLASS_MIN_ANSWERS = 200
 #: Parameters of common estimators that a teacher's shard must meet:
 #: ``name: (factor, smallest value that constrains)``. A shard of fewer than
 #: ``factor * value`` rows cannot be split (two leaves need twice the leaf
@@ -238,6 +242,46 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         return self._validate_input(X, reset=False)
 
 
+def _watch_for_one_class(model, index):
+    """Warn once when the released answers name one class almost always.
+
+    Reads only what the model has released (answered rows' labels), so the
+    check is post-processing of private answers: free, and nothing about the
+    data beyond the answers is shown. It catches teachers that learned
+    nothing but the majority class (tiny shards of text, say), whose answers
+    are then one class; the per-query exponential mechanism at a small budget
+    blurs its answers, so there it may stay silent.
+    """
+    state = model._serving_state_
+    n_classes = len(model.classes_)
+    counts = getattr(state, "released_class_counts", None)
+    if counts is None:
+        counts = np.zeros(n_classes, dtype=np.int64)
+    counts = counts + np.bincount(index, minlength=n_classes)
+    state.released_class_counts = counts
+    total = int(counts.sum())
+    if (
+        getattr(state, "one_class_warned", False)
+        or n_classes < 2
+        or total < _ONE_CLASS_MIN_ANSWERS
+        or counts.max() < _ONE_CLASS_SHARE * total
+    ):
+        return
+    state.one_class_warned = True
+    top = model.classes_[int(counts.argmax())]
+    warnings.warn(
+        f"{counts.max() / total:.1%} of the {total} answers {type(model).__name__} "
+        f"released so far name one class ({top!r}). If its teachers vote that "
+        "class on almost every query, they learned little but the majority "
+        "class: fewer, larger shards (a smaller n_estimators), a public feature "
+        "map fitted on public data, or a KnowledgeTransferClassifier student "
+        "help. (This check reads only the released answers: it is free and "
+        "private.)",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def labels_from_indices(model, values):
     """Class labels of released class indices; ``abstain_label_`` where abstained.
 
@@ -252,6 +296,7 @@ def labels_from_indices(model, values):
         abstained = np.zeros(index.shape[0], dtype=bool)
     labels = np.empty(index.shape[0], dtype=output_dtype(classes, model.abstain_label_))
     labels[~abstained] = classes[index[~abstained]]
+    _watch_for_one_class(model, index[~abstained])
     if abstained.any():
         labels[abstained] = model.abstain_label_
     return labels

@@ -1,0 +1,94 @@
+"""Teachers that collapse to one class are named, from the released answers only.
+
+The check reads what the model released (post-processing of private answers:
+free, nothing else about the data shown) and warns once when at least 97 % of
+200 or more answers name one class. It fires on a text task split into tiny
+shards (each teacher sees a few documents and votes the majority class), and
+not on Adult, whose answers are 89-94 % one class.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from dpsklearn import PrivatePredictionClassifier, SubsampleAggregateClassifier
+from dpsklearn.datasets import load_adult
+from dpsklearn.demo import adult_frames, frame_teacher
+
+ONE_CLASS = "name one class"
+
+
+def _documents(n, rng):
+    """Short texts; the minority class uses a few rare words of its own."""
+    common = [f"w{i}" for i in range(400)]
+    rare = [f"r{i}" for i in range(40)]
+    y = (rng.random(n) < 0.3).astype(int)
+    docs = []
+    for label in y:
+        words = list(rng.choice(common, 8))
+        if label:
+            words += list(rng.choice(rare, 1))
+        docs.append(" ".join(words))
+    return np.array(docs, dtype=object), y
+
+
+def _messages(caught):
+    return [str(w.message) for w in caught]
+
+
+def test_text_teachers_on_tiny_shards_are_named():
+    rng = np.random.default_rng(0)
+    docs, y = _documents(6_400, rng)
+    model = SubsampleAggregateClassifier(
+        make_pipeline(TfidfVectorizer(), LogisticRegression()),
+        n_estimators=600,  # 10 documents each: they learn the majority only
+        epsilon=1.0,
+        max_queries=400,
+        classes=[0, 1],
+        random_state=0,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(docs[:6_000], y[:6_000])
+        labels, abstained = model.predict(docs[6_000:], return_abstained=True)
+    named = [m for m in _messages(caught) if ONE_CLASS in m]
+    assert len(named) == 1  # once
+    answered = labels[~abstained]
+    assert np.mean(answered == 0) >= 0.97  # what the warning reports
+    # Warned once: a later call does not warn again.
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        model.predict(docs[6_000:6_010])
+    assert not [m for m in _messages(again) if ONE_CLASS in m]
+
+
+@pytest.mark.slow  # 1,628 DataFrame teachers on 32,561 rows: 10-12 s each
+@pytest.mark.parametrize("estimator", ["subsample", "private_prediction"])
+def test_adult_answers_are_not_named(estimator):
+    # The Adult DataFrame with the demo's teacher (one-hot and scaling on its
+    # own shard): the answers are 89-94 % "<=50K".
+    train, test = load_adult(as_frame=True), load_adult(subset="test", as_frame=True)
+    X, X_test, strings, numbers = adult_frames(train, test)
+    y = np.asarray(train.target)
+    classes = np.unique(y)
+    teacher = frame_teacher(strings, numbers)
+    if estimator == "subsample":
+        model = SubsampleAggregateClassifier(
+            teacher, max_queries=1_000, classes=classes, random_state=0
+        )
+    else:
+        model = PrivatePredictionClassifier(
+            teacher, max_queries=1_000, classes=classes,
+            random_state=0,
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+        model.predict(X_test.iloc[:1_000])
+    assert not [m for m in _messages(caught) if ONE_CLASS in m]
