@@ -32,6 +32,14 @@ them. The mathematics of each is in ``docs/design.rst``.
   runs (``PrivateGridSearch``).
 """
 
+from ._adaptive_range import (
+    AdaptiveRangeEngine,
+    AdaptiveRangeRelease,
+    choose_aggregate,
+    private_range,
+    range_grid,
+    rank_error,
+)
 from ._base import Engine, Mechanism, Release
 from ._gaussian_calibration import (
     GAUSSIAN_CALIBRATIONS,
@@ -83,6 +91,12 @@ from ._votes import (
 )
 
 __all__ = [
+    "AdaptiveRangeEngine",
+    "AdaptiveRangeRelease",
+    "choose_aggregate",
+    "private_range",
+    "range_grid",
+    "rank_error",
     "GAUSSIAN_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "ChunkedQueries",
