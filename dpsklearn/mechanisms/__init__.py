@@ -22,6 +22,11 @@ them. The mathematics of each is in ``docs/design.rst``.
 * :class:`GridGaussianRelease` -- the same with discrete Gaussian noise,
   composed in zCDP or RDP (``PrivatePredictionRegressor``; :func:`value_release`
   chooses between the two).
+* :class:`AdaptiveRangeRelease` -- regression answers clipped to a
+  privately estimated band of the teachers' predictions, by the clipped
+  mean or an exponential-mechanism median.
+* :class:`SufficientStatisticsRelease` -- ridge by perturbed sufficient
+  statistics with an adaptive regulariser (AdaSSP, Wang 2018), once.
 * :class:`WeightRelease` -- a weight vector, once
   (``PrivateKernelRidge(release="model")``).
 * :class:`ExponentialSelection` -- one hypothesis, once
@@ -83,6 +88,12 @@ from ._sparse_vector_calibration import (
     stability_tail_probability,
 )
 from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
+from ._sufficient_statistics import (
+    NoisyStatistics,
+    SufficientStatisticsRelease,
+    gram_sensitivity,
+    moment_sensitivity,
+)
 from ._votes import (
     distance_from_gap,
     distance_to_instability,
@@ -97,6 +108,10 @@ __all__ = [
     "private_range",
     "range_grid",
     "rank_error",
+    "NoisyStatistics",
+    "SufficientStatisticsRelease",
+    "gram_sensitivity",
+    "moment_sensitivity",
     "GAUSSIAN_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
     "ChunkedQueries",
