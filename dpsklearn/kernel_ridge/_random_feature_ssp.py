@@ -175,7 +175,8 @@ def fit_random_feature_ssp(
     target_range : (float, float)
         Public bounds of ``y`` (clipped to them; centred at their midpoint).
     gamma : float, optional
-        Kernel coefficient; ``None``: ``1 / n_features``.
+        Kernel coefficient; ``None``: ``1 / n_features``, which suits
+        columns of unit variance (scale them with public constants first).
     n_components : int or "auto"
         ``D``; ``"auto"``: :func:`auto_n_components`.
     kernel : {"rbf", "laplacian"}
@@ -197,10 +198,12 @@ def fit_random_feature_ssp(
     >>> import numpy as np
     >>> from dpsklearn.kernel_ridge import fit_random_feature_ssp
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(size=(20_000, 2))
-    >>> y = np.sin(3 * X[:, 0]) + X[:, 1]
+    >>> X = rng.normal(size=(20_000, 2))            # columns of unit variance
+    >>> y = np.sin(X[:, 0]) + 0.5 * X[:, 1]
     >>> model = fit_random_feature_ssp(X, y, epsilon=1.0, delta=1e-5,
-    ...                                target_range=(-1, 2), random_state=0)
+    ...                                target_range=(-3, 3), random_state=0)
+    >>> model.coef_.shape              # D = 354 frequencies: cos, sin and a constant
+    (709,)
     >>> bool(np.mean((model.predict(X) - y) ** 2) < 0.1 * np.var(y))
     True
     """
