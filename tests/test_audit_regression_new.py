@@ -45,7 +45,7 @@ from dpsklearn.mechanisms import (
     SufficientStatisticsRelease,
     private_range,
     range_grid,
-    rank_error,
+    range_tilt,
 )
 from dpsklearn.mechanisms import _adaptive_range as adaptive
 from dpsklearn.noise import grid_laplace
@@ -105,9 +105,7 @@ def _range_exact(nb, below=None):
     if below is None:
         below = adaptive._pooled_below(RANGE_PREDICTIONS[nb], grid)
     position = (grid - grid[0]) / (grid[-1] - grid[0])
-    tilt = max(
-        adaptive.RANGE_TILT * rank_error(RANGE_EPS_EACH, grid.size), k / 4.0
-    )
+    tilt = range_tilt(RANGE_EPS_EACH, grid.size, k)
     utilities = [
         -np.abs(below - RANGE_QUANTILES[0] * k) + tilt * position,
         -np.abs(below - RANGE_QUANTILES[1] * k) + tilt * (1 - position),

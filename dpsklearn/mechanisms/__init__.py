@@ -43,6 +43,7 @@ from ._adaptive_range import (
     choose_aggregate,
     private_range,
     range_grid,
+    range_tilt,
     rank_error,
 )
 from ._base import Engine, Mechanism, Release
@@ -107,6 +108,7 @@ __all__ = [
     "choose_aggregate",
     "private_range",
     "range_grid",
+    "range_tilt",
     "rank_error",
     "NoisyStatistics",
     "SufficientStatisticsRelease",

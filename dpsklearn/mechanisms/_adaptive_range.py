@@ -67,6 +67,7 @@ __all__ = [
     "choose_aggregate",
     "private_range",
     "range_grid",
+    "range_tilt",
     "rank_error",
 ]
 
@@ -122,6 +123,20 @@ def rank_error(epsilon, n_candidates, failure=RANK_FAILURE):
     return 2.0 / float(epsilon) * math.log(int(n_candidates) / float(failure))
 
 
+def range_tilt(epsilon_each, grid_size, n_teachers):
+    """The public tilt ``s = min(c e, k / 4)`` of :func:`private_range`'s utilities.
+
+    ``e`` is the exponential mechanism's rank error (:func:`rank_error`),
+    ``c = RANGE_TILT``: a grid point a fraction ``f`` of the range beyond
+    the teachers' band is ``(G / 0.1)^(c f)`` times less likely than one
+    next to it, at every epsilon. The cap ``k / 4`` keeps the tilt from
+    pulling an end into the band: inside it the count rises by ``k`` over
+    the band's width, so the tilt moves an end only through tails thinner
+    than a quarter of the average density over the whole range.
+    """
+    return min(RANGE_TILT * rank_error(epsilon_each, grid_size), n_teachers / 4.0)
+
+
 def private_range(predictions, grid, epsilon_each, quantiles, *, rng):
     """Two private quantiles ``(a, b)`` of the teachers' pooled predictions.
 
@@ -133,17 +148,11 @@ def private_range(predictions, grid, epsilon_each, quantiles, *, rng):
 
     the upper end's the mirror image, with ``N(t)`` the pooled count (one
     teacher weighs 1, so the first term has sensitivity 1 under replace-one)
-    ``s = max(c e, k / 4)``, ``e`` the mechanism's rank error
-    (:func:`rank_error`) and ``c = RANGE_TILT``. The second
+    ``s`` the public tilt of :func:`range_tilt`. The second
     term depends on the public grid only, so it changes no sensitivity: it
     breaks the tie between the many grid points beyond the teachers' band,
     where ``N`` is flat, in favour of the points next to the band (without
-    it an end lands uniformly anywhere beyond the band; with ``c = 3`` a
-    point at a distance ``f`` of the range beyond the band is at least
-    ``(G / 0.1)^(3 f)`` times less likely than one next to it, and the
-    ``k / 4`` floor makes the ends converge to the band as epsilon grows,
-    while inside the band, where ``N`` rises by ``k`` over the band's width,
-    the tilt moves an end only through its thinnest tails). The ends are
+    it an end lands uniformly anywhere beyond the band). The ends are
     ordered and, when they coincide, widened by one grid step
     (post-processing).
 
@@ -163,7 +172,7 @@ def private_range(predictions, grid, epsilon_each, quantiles, *, rng):
     n_teachers = predictions.shape[1]
     below = _pooled_below(predictions, grid)
     position = (grid - grid[0]) / (grid[-1] - grid[0])
-    tilt = max(RANGE_TILT * rank_error(epsilon_each, grid.size), n_teachers / 4.0)
+    tilt = range_tilt(epsilon_each, grid.size, n_teachers)
     utilities = np.stack(
         [
             -np.abs(below - quantiles[0] * n_teachers) + tilt * position,
