@@ -142,13 +142,13 @@ def private_range(predictions, grid, epsilon_each, quantiles, *, rng):
 
     Each end is drawn by the exponential mechanism over ``grid`` at
     ``epsilon_each``, together ``2 epsilon_each``-DP. The lower end's
-    utility is
+    utility is::
 
         u(t) = -|N(t) - q_low k| + s (t - lo) / (hi - lo),
 
     the upper end's the mirror image, with ``N(t)`` the pooled count (one
     teacher weighs 1, so the first term has sensitivity 1 under replace-one)
-    ``s`` the public tilt of :func:`range_tilt`. The second
+    and ``s`` the public tilt of :func:`range_tilt`. The second
     term depends on the public grid only, so it changes no sensitivity: it
     breaks the tie between the many grid points beyond the teachers' band,
     where ``N`` is flat, in favour of the points next to the band (without
