@@ -116,6 +116,7 @@ from dpsklearn.kernel_ridge import (  # noqa: E402
     fit_random_feature_ssp,
     random_feature_map,
     random_feature_statistics,
+    random_fourier_frequencies,
 )
 from dpsklearn.mechanisms import AdaptiveRangeRelease  # noqa: E402
 from dpsklearn.noise import make_noise_generators  # noqa: E402
@@ -340,10 +341,10 @@ def random_feature_ridge(table, epsilon, seed):
 
 
 def _frequencies(table, n_components):
-    from dpsklearn.kernel_ridge._kernels import _fourier_frequencies
-
-    d = table.X_train.shape[1]
-    return _fourier_frequencies("rbf", 1.0 / d, d, n_components, 0)
+    # The frequencies fit_random_feature_ssp draws with random_state=0.
+    return random_fourier_frequencies(
+        table.X_train.shape[1], n_components, random_state=0
+    )
 
 
 def clipped_mean(table, epsilon, seed):

@@ -22,6 +22,7 @@ from ._random_feature_ssp import (
     fit_random_feature_ssp,
     random_feature_map,
     random_feature_statistics,
+    random_fourier_frequencies,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "kernel_ridge_schedule",
     "random_feature_map",
     "random_feature_statistics",
+    "random_fourier_frequencies",
 ]

@@ -47,6 +47,7 @@ __all__ = [
     "fit_random_feature_ssp",
     "random_feature_map",
     "random_feature_statistics",
+    "random_fourier_frequencies",
 ]
 
 _MIB = 2**20
@@ -67,6 +68,30 @@ def random_feature_map(X, frequencies):
     features[:, 2 * D] = 1.0
     features *= scale
     return features
+
+
+def random_fourier_frequencies(
+    n_features, n_components, *, gamma=None, kernel="rbf", random_state=None
+):
+    """The data-independent frequencies :func:`fit_random_feature_ssp` draws.
+
+    ``gamma=None`` means ``1 / n_features``; ``random_state`` is public
+    randomness, so a non-private baseline can use the very same features.
+
+    Examples
+    --------
+    >>> from dpsklearn.kernel_ridge import random_fourier_frequencies
+    >>> random_fourier_frequencies(3, 5, random_state=0).shape
+    (5, 3)
+    """
+    gamma = 1.0 / n_features if gamma is None else float(gamma)
+    return _fourier_frequencies(
+        kernel,
+        gamma,
+        int(n_features),
+        int(n_components),
+        check_random_state(random_state),
+    )
 
 
 def _chunk_rows(n_columns, working_memory):
@@ -212,11 +237,10 @@ def fit_random_feature_ssp(
     center, label_bound = (lo + hi) / 2.0, (hi - lo) / 2.0
     y = np.clip(np.asarray(y, dtype=np.float64), lo, hi) - center
     n_samples, n_features = X.shape
-    gamma = 1.0 / n_features if gamma is None else float(gamma)
     if n_components == "auto":
         n_components = auto_n_components(n_samples, epsilon)
-    frequencies = _fourier_frequencies(
-        kernel, gamma, n_features, int(n_components), check_random_state(random_state)
+    frequencies = random_fourier_frequencies(
+        n_features, n_components, gamma=gamma, kernel=kernel, random_state=random_state
     )
     mechanism = SufficientStatisticsRelease.calibrate(
         epsilon,
