@@ -469,3 +469,24 @@ def test_smallest_eigenvalue_of_subset_solver_is_the_minimum():
     assert linalg.eigvalsh(gram, subset_by_index=(0, 0))[0] == pytest.approx(
         np.linalg.eigvalsh(gram)[0]
     )
+
+
+def test_ssp_fit_refuses_a_mechanism_calibrated_for_other_bounds():
+    X = np.random.default_rng(12).normal(size=(50, 2))
+    y = X[:, 0]
+    narrow = SufficientStatisticsRelease.calibrate(
+        1.0, 1e-5, n_features=21, feature_bound=1.0, label_bound=0.5
+    )
+    with pytest.raises(ValueError, match="calibrated for"):
+        fit_random_feature_ssp(
+            X, y, epsilon=1.0, delta=1e-5, target_range=(-3, 3),
+            n_components=10, mechanism=narrow, noise=_noise(0, 1),
+        )
+    fitting = SufficientStatisticsRelease.calibrate(
+        1.0, 1e-5, n_features=21, feature_bound=1.0, label_bound=3.0
+    )
+    model = fit_random_feature_ssp(
+        X, y, epsilon=1.0, delta=1e-5, target_range=(-3, 3),
+        n_components=10, mechanism=fitting, noise=_noise(0, 1),
+    )
+    assert model.mechanism_ is fitting

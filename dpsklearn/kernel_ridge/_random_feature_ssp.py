@@ -185,6 +185,7 @@ def fit_random_feature_ssp(
     random_state=None,
     noise=None,
     working_memory=64.0,
+    mechanism=None,
 ):
     """Fit and release a random-feature ridge model by AdaSSP (a prototype path).
 
@@ -213,6 +214,11 @@ def fit_random_feature_ssp(
         The mechanism's noise; ``None``: fresh OS entropy.
     working_memory : float
         MiB of one feature block.
+    mechanism : SufficientStatisticsRelease, optional
+        Already calibrated (and reserved by the caller's accountant) for
+        ``2 n_components + 1`` features, ``B_x = 1`` and ``B_y = (hi -
+        lo) / 2``; ``None`` calibrates one from ``epsilon``, ``delta`` and
+        ``shares``.
 
     Returns
     -------
@@ -242,14 +248,26 @@ def fit_random_feature_ssp(
     frequencies = random_fourier_frequencies(
         n_features, n_components, gamma=gamma, kernel=kernel, random_state=random_state
     )
-    mechanism = SufficientStatisticsRelease.calibrate(
-        epsilon,
-        delta,
-        n_features=2 * int(n_components) + 1,
-        feature_bound=1.0,
-        label_bound=label_bound,
-        shares=shares,
-    )
+    n_weights = 2 * int(n_components) + 1
+    if mechanism is None:
+        mechanism = SufficientStatisticsRelease.calibrate(
+            epsilon,
+            delta,
+            n_features=n_weights,
+            feature_bound=1.0,
+            label_bound=label_bound,
+            shares=shares,
+        )
+    elif (
+        mechanism.n_features != n_weights
+        or mechanism.feature_bound < 1.0
+        or mechanism.label_bound < label_bound
+    ):
+        raise ValueError(
+            f"mechanism is calibrated for {mechanism.n_features} features, "
+            f"B_x={mechanism.feature_bound}, B_y={mechanism.label_bound}; this "
+            f"fit needs {n_weights}, 1 and {label_bound}."
+        )
     gram, moment = random_feature_statistics(
         X, y, frequencies, working_memory=working_memory
     )
