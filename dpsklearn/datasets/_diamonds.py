@@ -31,6 +31,19 @@ CATEGORICAL_FEATURES = [i for i, name in enumerate(FEATURE_NAMES) if name in CAT
 PRICE_RANGE = (326.0, 18_823.0)
 #: The public range of the target, ``log(PRICE_RANGE)``.
 TARGET_RANGE = (math.log(PRICE_RANGE[0]), math.log(PRICE_RANGE[1]))
+#: The documented range of every column (``?ggplot2::diamonds``; the codes of
+#: the categorical columns run over their levels): public bounds.
+FEATURE_BOUNDS = {
+    "carat": (0.2, 5.01),
+    "cut": (0.0, 4.0),
+    "color": (0.0, 6.0),
+    "clarity": (0.0, 7.0),
+    "depth": (43.0, 79.0),
+    "table": (43.0, 95.0),
+    "x": (0.0, 10.74),
+    "y": (0.0, 58.9),
+    "z": (0.0, 31.8),
+}
 
 DESCR = """\
 ggplot2 diamonds, log price
@@ -105,6 +118,8 @@ def load_diamonds(*, return_X_y=False, as_frame=False):
             ggplot2's factor levels, in code order.
         target_range : (float, float)
             The documented price range, logged (public).
+        feature_bounds : dict of str to (float, float)
+            The documented range of every column (public).
         frame : DataFrame of shape (53940, 10) or None
             ``data`` and ``target`` joined if ``as_frame=True``.
         DESCR : str
@@ -182,5 +197,6 @@ def load_diamonds(*, return_X_y=False, as_frame=False):
         categorical_features=list(CATEGORICAL_FEATURES),
         categories={name: list(levels) for name, levels in CATEGORIES.items()},
         target_range=TARGET_RANGE,
+        feature_bounds=dict(FEATURE_BOUNDS),
         DESCR=DESCR,
     )

@@ -4,6 +4,9 @@
   ``K(x, x)``, exact solves, random Fourier features;
 * :mod:`._sharding` -- divide-and-conquer shards: their number under a
   memory limit, one shard's exact solve, chunked evaluation;
+* :mod:`._random_feature_ssp` -- a publishable random-feature ridge released
+  by perturbed sufficient statistics with an adaptive regulariser (AdaSSP,
+  Wang 2018): :func:`fit_random_feature_ssp`;
 * :mod:`._kernel_ridge` -- :class:`PrivateKernelRidge`, which releases the
   fit through a mechanism of :mod:`dpsklearn.mechanisms`.
 
@@ -13,5 +16,23 @@ The schedule of ``alpha`` and ``epsilon`` against ``n`` is
 
 from ..planning import KernelRidgeSchedule, kernel_ridge_schedule
 from ._kernel_ridge import PrivateKernelRidge
+from ._random_feature_ssp import (
+    RandomFeatureModel,
+    auto_n_components,
+    fit_random_feature_ssp,
+    random_feature_map,
+    random_feature_statistics,
+    random_fourier_frequencies,
+)
 
-__all__ = ["KernelRidgeSchedule", "PrivateKernelRidge", "kernel_ridge_schedule"]
+__all__ = [
+    "KernelRidgeSchedule",
+    "PrivateKernelRidge",
+    "RandomFeatureModel",
+    "auto_n_components",
+    "fit_random_feature_ssp",
+    "kernel_ridge_schedule",
+    "random_feature_map",
+    "random_feature_statistics",
+    "random_fourier_frequencies",
+]

@@ -22,6 +22,11 @@ them. The mathematics of each is in ``docs/design.rst``.
 * :class:`GridGaussianRelease` -- the same with discrete Gaussian noise,
   composed in zCDP or RDP (``PrivatePredictionRegressor``; :func:`value_release`
   chooses between the two).
+* :class:`AdaptiveRangeRelease` -- regression answers clipped to a
+  privately estimated band of the teachers' predictions, by the clipped
+  mean or an exponential-mechanism median.
+* :class:`SufficientStatisticsRelease` -- ridge by perturbed sufficient
+  statistics with an adaptive regulariser (AdaSSP, Wang 2018), once.
 * :class:`WeightRelease` -- a weight vector, once
   (``PrivateKernelRidge(release="model")``).
 * :class:`ExponentialSelection` -- one hypothesis, once
@@ -42,6 +47,15 @@ The user-facing options of each mechanism are parameter objects
 at ``fit``.
 """
 
+from ._adaptive_range import (
+    AdaptiveRangeEngine,
+    AdaptiveRangeRelease,
+    choose_aggregate,
+    private_range,
+    range_grid,
+    range_tilt,
+    rank_error,
+)
 from ._base import Engine, Mechanism, Release
 from ._gaussian_calibration import (
     GAUSSIAN_CALIBRATIONS,
@@ -106,6 +120,12 @@ from ._sparse_vector_calibration import (
 )
 from ._sparse_vector_tails import noise_quantiles, noise_survival
 from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
+from ._sufficient_statistics import (
+    NoisyStatistics,
+    SufficientStatisticsRelease,
+    gram_sensitivity,
+    moment_sensitivity,
+)
 from ._votes import (
     distance_from_gap,
     distance_to_instability,
@@ -114,6 +134,17 @@ from ._votes import (
 )
 
 __all__ = [
+    "AdaptiveRangeEngine",
+    "AdaptiveRangeRelease",
+    "choose_aggregate",
+    "private_range",
+    "range_grid",
+    "range_tilt",
+    "rank_error",
+    "NoisyStatistics",
+    "SufficientStatisticsRelease",
+    "gram_sensitivity",
+    "moment_sensitivity",
     "GAUSSIAN_CALIBRATIONS",
     "RUN_DISTRIBUTIONS",
     "SPARSE_VECTOR_CALIBRATIONS",

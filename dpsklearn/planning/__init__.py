@@ -7,6 +7,8 @@ citing the theorem it evaluates (``docs/design.rst``, "The planner"):
   what passes it;
 * :mod:`._stability_plan` -- which ``k`` and ``T`` answer most of a query
   stream (:func:`plan_stability_test`);
+* :mod:`._regression` -- the noise of private regression answers and the
+  R^2 it costs (:func:`plan_regression_answers`);
 * :mod:`._sample_size` -- sample sizes and schedules of the other
   estimators;
 * :mod:`._outcomes` and :mod:`._regime` -- which mechanism answers, and how
@@ -21,6 +23,7 @@ from ._regime import (
     private_margin_histogram,
     public_vote_counts,
 )
+from ._regression import RegressionAnswerPlan, plan_regression_answers
 from ._sample_size import (
     KernelRidgeSchedule,
     erm_sample_size,
@@ -43,6 +46,7 @@ __all__ = [
     "MECHANISMS",
     "KernelRidgeSchedule",
     "MarginHistogram",
+    "RegressionAnswerPlan",
     "StabilityPlanRow",
     "auto_n_estimators",
     "confident_gnmax_outcome",
@@ -53,6 +57,7 @@ __all__ = [
     "n_estimators_for_agreement",
     "n_estimators_for_agreement_by_calibration",
     "pass_probability",
+    "plan_regression_answers",
     "plan_stability_test",
     "predict_regime",
     "private_margin_histogram",

@@ -1,0 +1,280 @@
+"""Kernel ridge on random features, released by perturbed sufficient statistics.
+
+A publishable private kernel ridge: rows are mapped through ``D`` paired
+random Fourier features and a constant, scaled so that every feature vector
+has norm exactly 1 (``B_x = 1``),
+
+    phi(x) = [cos(W x), sin(W x), 1] / sqrt(D + 1),
+
+with frequencies ``W`` from the kernel's spectral measure drawn from
+``random_state`` (data independent; Rahimi and Recht 2007). Targets are
+clipped to the public ``target_range = (lo, hi)`` and centred at its
+midpoint, so ``|y - c| <= B_y = (hi - lo) / 2``. ``Phi^T Phi``, ``Phi^T y``
+and ``lambda_min(Phi^T Phi)`` are accumulated in chunks of rows (memory
+bounded, one matrix product per chunk) and released once by
+:class:`~dpsklearn.mechanisms.SufficientStatisticsRelease` (AdaSSP, Wang
+2018); the weights ``theta = (G~ + lam I)^-1 b~`` are post-processing, so
+the fitted model may be published and its predictions are free
+(``docs/regression.rst``, "Sufficient-statistics perturbation").
+
+Unlike output perturbation (``docs/design.rst``, "Kernel ridge: sensitivity
+and releases"), whose sensitivity grows as the regulariser shrinks, the
+noise here does not depend on a regulariser chosen in advance: ``lam`` is set
+after the release, from the released smallest eigenvalue and the noise
+level.
+
+:func:`fit_random_feature_ssp` is the fit (the estimator wiring is the
+estimators' own); :func:`auto_n_components` the public rule for ``D``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from scipy.linalg import blas
+from sklearn.utils import check_random_state, gen_batches
+
+from ..mechanisms import SufficientStatisticsRelease
+from ..noise import make_noise_generators
+from ._kernels import _fourier_frequencies
+
+__all__ = [
+    "RandomFeatureModel",
+    "auto_n_components",
+    "fit_random_feature_ssp",
+    "random_feature_map",
+    "random_feature_statistics",
+    "random_fourier_frequencies",
+]
+
+_MIB = 2**20
+
+
+def random_feature_map(X, frequencies):
+    """``[cos(X W^T), sin(X W^T), 1] / sqrt(D + 1)``: every row has norm 1.
+
+    The scale is shaded by ``2**-50`` so that floating-point rounding never
+    leaves a row above norm 1.
+    """
+    projection = np.asarray(X, dtype=np.float64) @ frequencies.T
+    scale = (1.0 - 2.0**-50) / math.sqrt(frequencies.shape[0] + 1)
+    features = np.empty((projection.shape[0], 2 * projection.shape[1] + 1))
+    D = projection.shape[1]
+    np.cos(projection, out=features[:, :D])
+    np.sin(projection, out=features[:, D : 2 * D])
+    features[:, 2 * D] = 1.0
+    features *= scale
+    return features
+
+
+def random_fourier_frequencies(
+    n_features, n_components, *, gamma=None, kernel="rbf", random_state=None
+):
+    """The data-independent frequencies :func:`fit_random_feature_ssp` draws.
+
+    ``gamma=None`` means ``1 / n_features``; ``random_state`` is public
+    randomness, so a non-private baseline can use the very same features.
+
+    Examples
+    --------
+    >>> from dpsklearn.kernel_ridge import random_fourier_frequencies
+    >>> random_fourier_frequencies(3, 5, random_state=0).shape
+    (5, 3)
+    """
+    gamma = 1.0 / n_features if gamma is None else float(gamma)
+    return _fourier_frequencies(
+        kernel,
+        gamma,
+        int(n_features),
+        int(n_components),
+        check_random_state(random_state),
+    )
+
+
+def _chunk_rows(n_columns, working_memory):
+    return max(1, int(working_memory * _MIB // (8 * max(1, n_columns))))
+
+
+def random_feature_statistics(X, y, frequencies, *, working_memory=64.0):
+    """``(Phi^T Phi, Phi^T y)`` accumulated over chunks of rows (non-private).
+
+    One feature block of at most ``working_memory`` MiB at a time; each
+    chunk adds its ``Phi_c^T Phi_c`` (one BLAS product) and ``Phi_c^T y_c``.
+    """
+    p = 2 * frequencies.shape[0] + 1
+    # The upper triangle by a symmetric rank-k update (BLAS syrk, half the
+    # work of a general product), Fortran order so it is updated in place.
+    gram = np.zeros((p, p), order="F")
+    moment = np.zeros(p)
+    for rows in gen_batches(X.shape[0], _chunk_rows(p, working_memory)):
+        features = random_feature_map(X[rows], frequencies)
+        gram = blas.dsyrk(
+            1.0, features, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1
+        )
+        moment += features.T @ y[rows]
+    upper = np.triu(gram)
+    return upper + np.triu(upper, 1).T, moment
+
+
+def auto_n_components(n_samples, epsilon):
+    """``D``, the number of random frequencies, from public numbers only.
+
+    The Gram noise's spectral edge, and with it the regulariser, grows as
+    ``sqrt(p)`` with the width ``p = 2 D + 1``, while more frequencies
+    approximate the kernel better; the best ``D`` on validation rows of
+    Friedman #1 grew about as ``sqrt(n epsilon)``: ``D = clip(round(2.5
+    sqrt(n epsilon)), 50, 800)`` (800 keeps the fit of 100,000 rows within
+    seconds; ``docs/regression.rst``, "Sufficient-statistics perturbation").
+
+    Examples
+    --------
+    >>> from dpsklearn.kernel_ridge import auto_n_components
+    >>> auto_n_components(100_000, 1.0), auto_n_components(10_000, 0.5)
+    (791, 177)
+    """
+    value = 2.5 * math.sqrt(float(n_samples) * float(epsilon))
+    return int(min(800, max(50, round(value))))
+
+
+@dataclass
+class RandomFeatureModel:
+    """A released random-feature ridge model (publishable).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (2 D + 1,)
+        The weights (post-processing of the noisy statistics).
+    frequencies_ : ndarray of shape (D, n_features)
+        Data independent.
+    center_, target_range_ : float, (float, float)
+    regulariser_ : float
+        AdaSSP's ``lam`` (on the scale of ``Phi^T Phi``).
+    mechanism_ : SufficientStatisticsRelease
+    """
+
+    coef_: np.ndarray
+    frequencies_: np.ndarray
+    center_: float
+    target_range_: tuple
+    regulariser_: float
+    mechanism_: SufficientStatisticsRelease
+
+    def predict(self, X, *, working_memory=64.0):
+        """Free predictions, clipped to ``target_range_``."""
+        values = np.empty(X.shape[0])
+        p = self.coef_.shape[0]
+        for rows in gen_batches(X.shape[0], _chunk_rows(p, working_memory)):
+            values[rows] = random_feature_map(X[rows], self.frequencies_) @ self.coef_
+        return np.clip(values + self.center_, *self.target_range_)
+
+
+def fit_random_feature_ssp(
+    X,
+    y,
+    *,
+    epsilon,
+    delta,
+    target_range,
+    gamma=None,
+    n_components="auto",
+    kernel="rbf",
+    shares=(0.5, 0.48, 0.02),
+    random_state=None,
+    noise=None,
+    working_memory=64.0,
+    mechanism=None,
+):
+    """Fit and release a random-feature ridge model by AdaSSP (a prototype path).
+
+    The estimators' wiring validates inputs and reserves the budget with an
+    accountant first; this function is the fit itself, for benchmarks and
+    for that wiring.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    epsilon, delta : float
+    target_range : (float, float)
+        Public bounds of ``y`` (clipped to them; centred at their midpoint).
+    gamma : float, optional
+        Kernel coefficient; ``None``: ``1 / n_features``, which suits
+        columns of unit variance (scale them with public constants first).
+    n_components : int or "auto"
+        ``D``; ``"auto"``: :func:`auto_n_components`.
+    kernel : {"rbf", "laplacian"}
+    shares : three floats
+        Shares of the budget (Gram matrix, moment, eigenvalue).
+    random_state : int or None
+        The frequencies (public randomness).
+    noise : NoiseSource, optional
+        The mechanism's noise; ``None``: fresh OS entropy.
+    working_memory : float
+        MiB of one feature block.
+    mechanism : SufficientStatisticsRelease, optional
+        Already calibrated (and reserved by the caller's accountant) for
+        ``2 n_components + 1`` features, ``B_x = 1`` and ``B_y = (hi -
+        lo) / 2``; ``None`` calibrates one from ``epsilon``, ``delta`` and
+        ``shares``.
+
+    Returns
+    -------
+    model : RandomFeatureModel
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.kernel_ridge import fit_random_feature_ssp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20_000, 2))            # columns of unit variance
+    >>> y = np.sin(X[:, 0]) + 0.5 * X[:, 1]
+    >>> model = fit_random_feature_ssp(X, y, epsilon=1.0, delta=1e-5,
+    ...                                target_range=(-3, 3), random_state=0)
+    >>> model.coef_.shape              # D = 354 frequencies: cos, sin and a constant
+    (709,)
+    >>> bool(np.mean((model.predict(X) - y) ** 2) < 0.1 * np.var(y))
+    True
+    """
+    X = np.asarray(X, dtype=np.float64)
+    lo, hi = (float(v) for v in target_range)
+    center, label_bound = (lo + hi) / 2.0, (hi - lo) / 2.0
+    y = np.clip(np.asarray(y, dtype=np.float64), lo, hi) - center
+    n_samples, n_features = X.shape
+    if n_components == "auto":
+        n_components = auto_n_components(n_samples, epsilon)
+    frequencies = random_fourier_frequencies(
+        n_features, n_components, gamma=gamma, kernel=kernel, random_state=random_state
+    )
+    n_weights = 2 * int(n_components) + 1
+    if mechanism is None:
+        mechanism = SufficientStatisticsRelease.calibrate(
+            epsilon,
+            delta,
+            n_features=n_weights,
+            feature_bound=1.0,
+            label_bound=label_bound,
+            shares=shares,
+        )
+    elif (
+        mechanism.n_features != n_weights
+        or mechanism.feature_bound < 1.0
+        or mechanism.label_bound < label_bound
+    ):
+        raise ValueError(
+            f"mechanism is calibrated for {mechanism.n_features} features, "
+            f"B_x={mechanism.feature_bound}, B_y={mechanism.label_bound}; this "
+            f"fit needs {n_weights}, 1 and {label_bound}."
+        )
+    gram, moment = random_feature_statistics(
+        X, y, frequencies, working_memory=working_memory
+    )
+    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    if noise is None:
+        noise, _ = make_noise_generators(None, 1)
+    released = mechanism.release(gram, moment, lambda_min, noise)
+    del gram, moment, lambda_min
+    coef, lam = mechanism.solve(released)
+    return RandomFeatureModel(coef, frequencies, center, (lo, hi), lam, mechanism)

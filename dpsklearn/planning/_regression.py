@@ -1,0 +1,191 @@
+"""What private regression answers will cost, predicted from public numbers.
+
+Before anything is spent, :func:`plan_regression_answers` computes the noise
+standard deviation of each answer of a teacher ensemble's regression release
+(the clipped mean over the public ``target_range``, or over a privately
+estimated range of a stated width) from ``(target_range, k, m, epsilon,
+delta)`` and the mechanism's calibration, and, given a user-stated spread
+(standard deviation) of the target, the share of R^2 the noise costs:
+additive noise of variance ``s^2``, independent of the target, lowers the
+R^2 of any prediction by ``s^2 / sd(y)^2`` in expectation (``docs/
+regression.rst``, "Planning regression answers"). An estimator uses it to
+warn at ``fit`` when the noise exceeds the stated spread, and to say that a
+published :class:`~dpsklearn.KnowledgeTransferRegressor` pays once for a
+whole model instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._param_validation import StrOptions
+from .._validation import COUNT, DELTA, FINITE_POSITIVE, OPEN_UNIT, validate_params
+from ..mechanisms import AdaptiveRangeRelease, clipped_mean_release, rank_error
+
+__all__ = ["RegressionAnswerPlan", "plan_regression_answers"]
+
+
+@dataclass(frozen=True)
+class RegressionAnswerPlan:
+    """The predicted noise of private regression answers (public figures).
+
+    Attributes
+    ----------
+    aggregate : str
+        ``"mean"`` or ``"median"`` (the adaptive range's choice when asked).
+    noise_std : float or None
+        Standard deviation of one clipped-mean answer's noise, in target
+        units, at the stated width (the whole ``target_range`` when no width
+        is stated); ``None`` for the median, whose error is in ranks.
+    noise_std_full_range : float
+        The same for a mean clipped to the whole ``target_range``.
+    rank_error : float or None
+        The median's rank error in teachers (``None`` for the mean).
+    target_std : float or None
+        The user-stated spread of the target.
+    r2_cost : float or None
+        ``noise_std^2 / target_std^2``: how much R^2 the noise costs.
+    noise_exceeds_spread : bool
+        Whether ``noise_std > target_std``: the answers would score below a
+        constant at the target's mean.
+    """
+
+    aggregate: str
+    noise_std: float | None
+    noise_std_full_range: float
+    rank_error: float | None
+    target_std: float | None
+    r2_cost: float | None
+    noise_exceeds_spread: bool
+
+    def message(self):
+        """A warning for the user when the noise exceeds the stated spread, else ''."""
+        if not self.noise_exceeds_spread:
+            return ""
+        return (
+            f"each private answer carries noise of standard deviation "
+            f"{self.noise_std:.3g}, more than the stated spread of the target "
+            f"({self.target_std:.3g}): the answers would score R^2 below 0, "
+            "worse than a constant. Publish a KnowledgeTransferRegressor "
+            "instead (a student fitted on public rows labelled once by this "
+            "teacher is then free to query), or answer fewer queries, use more "
+            "teachers, or a narrower target_range."
+        )
+
+
+@validate_params(
+    {
+        "target_range": ["array-like"],
+        "n_teachers": [COUNT],
+        "max_queries": [COUNT],
+        "epsilon": [FINITE_POSITIVE],
+        "delta": [DELTA],
+        "aggregate": [StrOptions({"mean", "adaptive"})],
+        "range_share": [OPEN_UNIT],
+        "width": [FINITE_POSITIVE, None],
+        "target_std": [FINITE_POSITIVE, None],
+    },
+    prefer_skip_nested_validation=True,
+)
+def plan_regression_answers(
+    *,
+    target_range,
+    n_teachers,
+    max_queries,
+    epsilon,
+    delta,
+    aggregate="mean",
+    range_share=0.1,
+    width=None,
+    target_std=None,
+):
+    """Predict the noise of ``max_queries`` private regression answers.
+
+    ``aggregate="mean"``: the clipped mean over ``target_range`` as
+    :func:`~dpsklearn.mechanisms.clipped_mean_release` calibrates it
+    (sensitivity ``(hi - lo) / k``, grid Laplace or discrete Gaussian,
+    whichever is less noisy). ``aggregate="adaptive"``:
+    :class:`~dpsklearn.mechanisms.AdaptiveRangeRelease` with ``range_share``
+    of the budget for the range; its noise is proportional to the released
+    width, so ``width`` (the expected width of the teachers' band, a stated
+    assumption) gives the figure, and without it the whole range (the worst
+    case). Every figure is a function of public numbers.
+
+    Parameters
+    ----------
+    target_range : (float, float)
+    n_teachers : int
+    max_queries : int
+    epsilon : float
+    delta : float
+    aggregate : {"mean", "adaptive"}, default="mean"
+    range_share : float, default=0.1
+    width : float, optional
+        Expected width of the teachers' band (adaptive only).
+    target_std : float, optional
+        The stated standard deviation of the target, for ``r2_cost``.
+
+    Returns
+    -------
+    plan : RegressionAnswerPlan
+
+    Examples
+    --------
+    Diamonds' log price (standard deviation about 1) with 2,000 teachers and
+    2,000 answers at epsilon 1: the noise alone costs about a fifth of the
+    R^2 over the public range ``(5, 10)``, a twentieth over a band of width 2:
+
+    >>> from dpsklearn.planning import plan_regression_answers
+    >>> plan = plan_regression_answers(
+    ...     target_range=(5, 10), n_teachers=2000, max_queries=2000,
+    ...     epsilon=1.0, delta=1e-5, target_std=1.0)
+    >>> round(plan.noise_std, 3), round(plan.r2_cost, 3)
+    (0.452, 0.205)
+    >>> narrow = plan_regression_answers(
+    ...     target_range=(5, 10), n_teachers=2000, max_queries=2000,
+    ...     epsilon=1.0, delta=1e-5, aggregate="adaptive", width=2.0,
+    ...     target_std=1.0)
+    >>> round(narrow.noise_std, 3), narrow.noise_exceeds_spread
+    (0.191, False)
+    """
+    lo, hi = (float(v) for v in target_range)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
+        raise ValueError(
+            f"target_range must be finite with lo < hi, got {target_range!r}."
+        )
+    full = clipped_mean_release(
+        epsilon,
+        delta,
+        max_queries,
+        target_range=(lo, hi),
+        n_teachers=n_teachers,
+    ).noise_std
+    chosen, noise, ranks = "mean", full, None
+    if aggregate == "adaptive":
+        mech = AdaptiveRangeRelease.calibrate(
+            epsilon,
+            delta,
+            max_queries,
+            target_range=(lo, hi),
+            n_teachers=n_teachers,
+            range_share=range_share,
+        )
+        chosen = mech.aggregate
+        if chosen == "median":
+            noise = None
+            ranks = rank_error(mech.epsilon_per_query, mech.grid_size)
+        else:
+            noise = mech.noise_std(hi - lo if width is None else min(width, hi - lo))
+    cost = None
+    if target_std is not None and noise is not None:
+        cost = (noise / float(target_std)) ** 2
+    return RegressionAnswerPlan(
+        aggregate=chosen,
+        noise_std=noise,
+        noise_std_full_range=full,
+        rank_error=ranks,
+        target_std=None if target_std is None else float(target_std),
+        r2_cost=cost,
+        noise_exceeds_spread=bool(cost is not None and cost > 1.0),
+    )
