@@ -45,6 +45,7 @@ from .exceptions import (
 )
 from .kernel_ridge import PrivateKernelRidge
 from .mechanisms import (
+    AdaptiveRange,
     ClippedMean,
     ConfidentGNMax,
     Exponential,
@@ -63,6 +64,7 @@ from .serving import BudgetStatus
 __version__ = "0.2.0.dev0"
 
 __all__ = [
+    "AdaptiveRange",
     "AbstentionWarning",
     "BudgetCopyWarning",
     "BudgetExhaustedError",

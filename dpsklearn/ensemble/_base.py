@@ -99,9 +99,12 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             )
         warn_if_delta_large(delta, n_samples, stacklevel=5)
 
+    #: Rows per teacher that ``n_estimators="auto"`` keeps at least.
+    _min_rows_per_teacher = MIN_SAMPLES_PER_SHARD
+
     def _supported_n_estimators(self, n_samples):
-        """The most teachers that keep ``MIN_SAMPLES_PER_SHARD`` rows each."""
-        return max(1, n_samples // MIN_SAMPLES_PER_SHARD)
+        """The most teachers that keep ``_min_rows_per_teacher`` rows each."""
+        return max(1, n_samples // self._min_rows_per_teacher)
 
     def _check_teacher(self, n_samples, *, classifier, y=None):
         """Refuse, before anything is spent, a teacher that cannot learn here.

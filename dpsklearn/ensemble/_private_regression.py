@@ -1,14 +1,19 @@
 """Private regression by the clipped mean of the teachers (Dwork and Feldman 2018).
 
-Each teacher's prediction is clipped to the public ``target_range`` before
-the ``k`` predictions are averaged, so one record moves the mean by at most
-``(hi - lo) / k``; the mean is released per query with grid Laplace or
-discrete Gaussian noise, whichever is less noisy for the budget
-(:func:`~dpsklearn.mechanisms.clipped_mean_release`; ``docs/design.rst``,
+Each teacher's prediction is clipped to a range before the ``k`` predictions
+are averaged, so one record moves the mean by at most the range's width over
+``k``; the mean is released per query with grid Laplace or discrete Gaussian
+noise, whichever is less noisy for the budget. The range is, by default, a
+band the teachers' predictions occupy, released privately once
+(:class:`~dpsklearn.mechanisms.AdaptiveRange`, ``docs/regression.rst``), or
+the public ``target_range`` itself
+(:class:`~dpsklearn.mechanisms.ClippedMean`; ``docs/design.rst``,
 "Per-query releases" and "Gaussian per-query releases").
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -17,20 +22,28 @@ from sklearn.linear_model import Ridge
 from .._base import FitPlan, keeps_live_model
 from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
-from ..mechanisms import ClippedMean, MechanismOptions, resolve_mechanism
+from ..mechanisms import (
+    AdaptiveRange,
+    ClippedMean,
+    MechanismOptions,
+    resolve_mechanism,
+)
+from ..planning import plan_regression_answers
 from ..serving import ReleaseCache
 from ..teachers import teacher_outputs
 from ._private_prediction import PRIVATE_PREDICTION_CONSTRAINTS, _PrivatePredictionBase
 
 __all__ = ["PrivatePredictionRegressor"]
 
+
 class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEstimator):
     """Private regressor: the clipped mean of the teachers, with grid noise.
 
     ``fit`` trains ``k`` clones of ``estimator`` on disjoint shards. Each
     query's answer is the mean of the teachers' predictions, each clipped to
-    ``target_range = (lo, hi)`` *before* averaging, so that replacing one
-    record moves the mean by at most ``(hi - lo) / k`` (Dwork and Feldman
+    a range ``(lo, hi)`` *before* averaging (by default a band released
+    privately, see ``mechanism``; else ``target_range``), so that replacing
+    one record moves the mean by at most ``(hi - lo) / k`` (Dwork and Feldman
     2018, Theorem 4
     and Lemma 2: averaging ``k`` disjoint teachers divides the stability rate
     by ``k``). It is rounded to a grid of step ``g`` and released with
@@ -56,8 +69,8 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
     estimator : estimator, default=None
         Base regressor; ``None`` means :class:`~sklearn.linear_model.Ridge`.
     n_estimators : int or "auto", default="auto"
-        ``k``; ``"auto"``: the largest ``k`` keeping 20 rows per shard (more
-        teachers, less noise).
+        ``k``; ``"auto"``: the largest ``k`` keeping 10 rows per shard (more
+        teachers, less noise on each answer).
     epsilon : float, default=1.0
     delta : float, default=1e-5
         In [0, 1); ``0`` allows only basic composition.
@@ -67,12 +80,22 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         asked again is answered from the release cache, free. Rows after the
         last unit are abstained on: they get the centre of ``target_range_``
         (free, data-independent), marked by ``return_abstained``.
-    mechanism : "clipped_mean" or object, default="clipped_mean"
-        How each answer is released:
-        :class:`~dpsklearn.mechanisms.ClippedMean` (``noise="auto"``: grid
-        Laplace for a few queries, discrete Gaussian for many; the
+    mechanism : {"adaptive_range", "clipped_mean"} or object, \
+default="adaptive_range"
+        How each answer is released.
+        :class:`~dpsklearn.mechanisms.AdaptiveRange` (default): a tenth of
+        the budget releases, once, the band the teachers' predictions occupy
+        (two private quantiles on the first batch of queries), and every
+        answer is the mean of the teachers' predictions clipped to that
+        band, whose noise is proportional to the band's width rather than
+        the whole ``target_range``'s (``docs/regression.rst``, "Adaptive
+        clipping of regression answers").
+        :class:`~dpsklearn.mechanisms.ClippedMean`: the mean clipped to
+        ``target_range`` itself (Dwork and Feldman 2018). Either way the
         composition that splits the budget is the tightest admissible one,
-        recorded in ``calibration_``).
+        recorded in ``calibration_``; ``fit`` warns when each answer's
+        planned noise exceeds the target's stated spread (the mechanism's
+        ``target_std``).
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
         ``y`` with a :class:`PrivacyLeakWarning`.
@@ -137,12 +160,19 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
 
     _parameter_constraints: dict = {
         **PRIVATE_PREDICTION_CONSTRAINTS,
-        "mechanism": [StrOptions({"clipped_mean"}), MechanismOptions],
+        "mechanism": [
+            StrOptions({"adaptive_range", "clipped_mean"}),
+            MechanismOptions,
+        ],
         "target_range": ["array-like", None],
     }
 
     #: The mechanisms this estimator runs, by shorthand.
-    _mechanisms = {"clipped_mean": ClippedMean}
+    _mechanisms = {"adaptive_range": AdaptiveRange, "clipped_mean": ClippedMean}
+    #: Ten rows per teacher for ``n_estimators="auto"``: each answer's noise
+    #: falls as 1/k while a teacher's error grows slowly as its shard shrinks
+    #: (measured on validation rows: docs/regression.rst, "Defaults").
+    _min_rows_per_teacher = 10
 
     def __init__(
         self,
@@ -152,7 +182,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         epsilon=1.0,
         delta=1e-5,
         max_queries=1000,
-        mechanism="clipped_mean",
+        mechanism="adaptive_range",
         target_range=None,
         accountant=None,
         random_state=None,
@@ -211,6 +241,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
             target_range=(lo, hi),
             n_teachers=n_estimators,
         )
+        self._warn_if_noise_exceeds_spread(options, (lo, hi), n_estimators)
         return FitPlan(
             mechanism,
             X,
@@ -228,6 +259,50 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
 
     def _train(self, plan):
         return self._fit_teachers(plan.X, plan.y, plan.training["n_estimators"])
+
+    def _warn_if_noise_exceeds_spread(self, options, target_range, n_estimators):
+        """Warn, before training, when each answer's noise exceeds the target's spread.
+
+        Public numbers only (``docs/regression.rst``, "Planning regression
+        answers"): the range, ``k``, ``max_queries``, the budget and the
+        stated spread (the mechanism's ``target_std``, else a quarter of
+        the range); the adaptive range is planned at its worst case, the
+        whole range.
+        """
+        lo, hi = target_range
+        stated = getattr(options, "target_std", None)
+        plan = plan_regression_answers(
+            target_range=(lo, hi),
+            n_teachers=n_estimators,
+            max_queries=self.max_queries,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            aggregate="adaptive" if isinstance(options, AdaptiveRange) else "mean",
+            range_share=getattr(options, "range_share", 0.1),
+            target_std=(hi - lo) / 4.0 if stated is None else stated,
+        )
+        message = plan.message()
+        if message:
+            warnings.warn(
+                f"{type(self).__name__} with k={n_estimators} teachers: {message}",
+                UserWarning,
+                stacklevel=6,
+            )
+
+    def _teacher_predictions(self, X):
+        """The teachers' predictions, clipped to the range: ``(n_rows, k)``."""
+        lo, hi = self.target_range_
+        out = np.empty((X.shape[0], len(self.estimators_)))
+        for chunk, predictions in teacher_outputs(self.estimators_, X, "predict"):
+            predictions = predictions.reshape(predictions.shape[0], -1)
+            out[chunk] = np.clip(predictions, lo, hi).T
+        return out
+
+    def _statistic(self, X):
+        """What the mechanism reads: every teacher's prediction, or their mean."""
+        if isinstance(self.mechanism_, AdaptiveRange):
+            return self._teacher_predictions(X)
+        return self._clipped_mean(X)
 
     def _clipped_mean(self, X):
         """The mean of the teachers' predictions, each clipped to the range first."""
@@ -256,7 +331,7 @@ class PrivatePredictionRegressor(_PrivatePredictionBase, RegressorMixin, BaseEst
         """
         X = self._validate_query(X)
         values, abstained = self._serve(
-            X, "predict", self._clipped_mean, lambda v: v["value"]
+            X, "predict", self._statistic, lambda v: v["value"]
         )
         if return_abstained:
             return values, abstained

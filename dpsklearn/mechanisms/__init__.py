@@ -88,6 +88,7 @@ from ._kernel_ridge import (
     weight_sensitivity,
 )
 from ._options import (
+    AdaptiveRange,
     ClippedMean,
     ConfidentGNMax,
     Exponential,
@@ -134,6 +135,7 @@ from ._votes import (
 )
 
 __all__ = [
+    "AdaptiveRange",
     "AdaptiveRangeEngine",
     "AdaptiveRangeRelease",
     "choose_aggregate",

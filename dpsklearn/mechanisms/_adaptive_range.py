@@ -59,7 +59,13 @@ from ..noise import (
     grid_units,
 )
 from ._base import Engine, Mechanism, Release
-from ._gaussian_calibration import largest_gaussian_rho
+from ._gaussian_calibration import gaussian_spent, largest_gaussian_rho
+
+#: The fewest grid units a clipped mean's sensitivity can take: the default
+#: grid step is a power of two within a factor sqrt(2) of sensitivity/1024.
+#: The exact Gaussian certificate loses least at many units, so certifying at
+#: the fewest holds for every width the range can release.
+_FEWEST_UNITS = 725
 
 __all__ = [
     "AdaptiveRangeEngine",
@@ -383,6 +389,7 @@ class AdaptiveRangeRelease(Mechanism):
         self.rho = rho
         self.conversion = conversion
         self.range_skipped = False
+        self.split = "rho"
         m = self.max_queries
         if self.delta > 0:
             rho_range = self.range_share * rho
@@ -477,7 +484,38 @@ class AdaptiveRangeRelease(Mechanism):
         if aggregate == "auto":
             aggregate = choose_aggregate(n_teachers, mech.epsilon_per_query, grid_size)
         mech.aggregate = aggregate
+        if delta > 0 and aggregate == "mean" and calibration == "auto":
+            mech._take_sequential_split_if_tighter()
         return mech
+
+    def _take_sequential_split_if_tighter(self):
+        """Pure range, then the answers' exact Gaussian composition, if less noisy.
+
+        The other split: the range's two exponential mechanisms as pure
+        releases of ``range_share * epsilon`` in all, and the ``m`` Gaussian
+        answers composed exactly through Gaussian DP (the discrete
+        Gaussian's correction certified at the fewest units a mean can
+        take) within the rest, ``((1 - range_share) epsilon, delta)``; the
+        two parts by basic composition. Taken when its answers get the
+        larger ``rho`` (``docs/regression.rst``, "Adaptive clipping of
+        regression answers").
+        """
+        epsilon_range = self.range_share * self.epsilon
+        rho_answers, conversion = largest_gaussian_rho(
+            self.epsilon - epsilon_range,
+            self.delta,
+            "auto",
+            max_queries=self.max_queries,
+            units=_FEWEST_UNITS,
+        )
+        if rho_answers <= self.rho_answers:
+            return
+        self.split = "sequential"
+        self.conversion = conversion
+        self.rho_answers = rho_answers
+        self.rho = None
+        self.range_epsilon_each = epsilon_range / 2.0
+        self.sigma_per_unit = math.sqrt(self.max_queries / (2.0 * rho_answers))
 
     # -- public figures ------------------------------------------------------
     def noise_std(self, width=None):
@@ -498,7 +536,12 @@ class AdaptiveRangeRelease(Mechanism):
 
     @property
     def composition(self):
-        return "basic" if self.delta == 0 else self.conversion
+        # A model's own accountant composes the parts as calibrated in RDP or
+        # zCDP; the sequential split (pure range, certified answers) and a
+        # pure model compose by basic composition.
+        if self.delta == 0 or self.split == "sequential":
+            return "basic"
+        return self.conversion
 
     def _answer_events(self, label):
         m = self.max_queries
@@ -519,6 +562,15 @@ class AdaptiveRangeRelease(Mechanism):
     def privacy_events(self, label=None):
         if self.delta == 0:
             return self._tight_events(label)  # pure parts, basic composition
+        if self.split == "sequential":
+            # The pure range, then the answers' certified (epsilon, delta).
+            epsilon_range = 2.0 * self.range_epsilon_each
+            answers = ApproximateEvent(
+                self.epsilon - epsilon_range, self.delta, label=label
+            )
+            if self.range_share == 0:
+                return [answers]
+            return [PureEvent(epsilon_range, label=label), answers]
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
     def event_options(self, label=None, composition="basic"):
@@ -540,6 +592,12 @@ class AdaptiveRangeRelease(Mechanism):
                 units * self.epsilon_per_query
             )
             return eps, 0.0
+        if self.split == "sequential":
+            rho = units * self.rho_answers / self.max_queries
+            groups = [(_FEWEST_UNITS * self.sigma_per_unit, _FEWEST_UNITS, units)]
+            epsilon, delta = gaussian_spent(self.conversion, self.delta, rho, groups)
+            range_epsilon = 2.0 * self.range_epsilon_each if started else 0.0
+            return epsilon + range_epsilon, delta
         rho = (self.rho - self.rho_answers if started else 0.0) + (
             units * self.rho_answers / self.max_queries
         )

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from sklearn.base import BaseEstimator
 
 from .._param_validation import Interval, StrOptions, ValidatesParameters
+from ._adaptive_range import AdaptiveRangeRelease
 from ._base import Mechanism
 from ._gnmax import ConfidentGNMaxRelease, GNMaxRelease
 from ._grid_gaussian import GridGaussianRelease, clipped_mean_release
@@ -41,6 +42,7 @@ from ._repeat_select import RUN_DISTRIBUTIONS, RepeatedSelection
 from ._stability import SoftLabelTest, StabilityTest, _n_bins
 
 __all__ = [
+    "AdaptiveRange",
     "ClippedMean",
     "ConfidentGNMax",
     "Exponential",
@@ -419,8 +421,12 @@ class ClippedMean(MechanismOptions):
     ----------
     noise : {"auto", "laplace", "gaussian"}, default="auto"
         Grid Laplace (pure, optimal composition) or discrete Gaussian
-        (zCDP/Renyi composition; ``delta > 0``). ``"auto"`` takes the one
-        whose released noise has the smaller standard deviation.
+        (exact Gaussian-DP or Renyi composition; ``delta > 0``). ``"auto"``
+        takes the one whose released noise has the smaller standard
+        deviation.
+    target_std : float, default=None
+        The spread you expect of the target, for ``fit``'s warning (as
+        :class:`AdaptiveRange`); ``None``: a quarter of the range's width.
 
     Examples
     --------
@@ -432,11 +438,15 @@ class ClippedMean(MechanismOptions):
     """
 
     shorthand = "clipped_mean"
-    _parameter_constraints: dict = {"noise": [_NOISE]}
+    _parameter_constraints: dict = {
+        "noise": [_NOISE],
+        "target_std": [Interval(Real, 0, None, closed="neither"), None],
+    }
     abstains = False
 
-    def __init__(self, noise: str = "auto") -> None:
+    def __init__(self, noise: str = "auto", target_std: float | None = None) -> None:
         self.noise = noise
+        self.target_std = target_std
 
     def calibrate(
         self,
@@ -472,6 +482,95 @@ class ClippedMean(MechanismOptions):
             target_range=(lo, hi),
             n_teachers=n_teachers,
             calibration="gaussian" if self.noise == "gaussian" else "auto",
+        )
+
+
+class AdaptiveRange(MechanismOptions):
+    """The teachers' mean clipped to a privately estimated range, per query.
+
+    A share of the budget releases, once, where the teachers' predictions
+    lie (two private quantiles of their pooled predictions on the first
+    batch of queries, by the exponential mechanism over a public grid inside
+    ``target_range``; each teacher weighs one in total); every answer is
+    then the mean of the teachers' predictions each clipped to that band,
+    released with grid noise, whose scale is proportional to the band's
+    width instead of the whole public range. :class:`AdaptiveRangeRelease`,
+    ``docs/regression.rst``, "Adaptive clipping of regression answers".
+
+    Parameters
+    ----------
+    range_share : float, default=0.1
+        Share of the budget for the range. When that share cannot place the
+        range within a quarter of the teachers' ranks (few teachers, a small
+        budget), no range is bought and the answers are clipped to
+        ``target_range`` (fitted ``range_skipped_``).
+    aggregate : {"mean", "median", "auto"}, default="mean"
+        ``"median"``: the exponential mechanism over the grid (error in
+        teachers' ranks instead of the band's width); ``"auto"`` takes it
+        when its rank error is within a quarter of the teachers.
+    quantiles : (float, float), default=(0.05, 0.95)
+        The pooled quantiles the range aims at: a band of the teachers'
+        central 90 % (narrower bands mean less noise on every answer and
+        more clipping of the extreme ones).
+    target_std : float, default=None
+        The spread (standard deviation) you expect of the target: a public
+        assumption used only by ``fit``'s warning, which compares it with
+        the planned noise of each answer
+        (:func:`~dpsklearn.planning.plan_regression_answers`). ``None``: a
+        quarter of ``target_range``'s width.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import AdaptiveRange
+    >>> release = AdaptiveRange().calibrate(
+    ...     1.0, 1e-5, max_queries=2000, target_range=(5.0, 10.0), n_teachers=2000)
+    >>> release.aggregate, release.range_share
+    ('mean', 0.1)
+    """
+
+    shorthand = "adaptive_range"
+
+    _parameter_constraints: dict = {
+        "range_share": [Interval(Real, 0, 1, closed="left")],
+        "aggregate": [StrOptions({"mean", "median", "auto"})],
+        "quantiles": ["array-like"],
+        "target_std": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
+    def __init__(
+        self,
+        range_share: float = 0.1,
+        aggregate: str = "mean",
+        quantiles: tuple[float, float] = (0.05, 0.95),
+        target_std: float | None = None,
+    ) -> None:
+        self.range_share = range_share
+        self.aggregate = aggregate
+        self.quantiles = quantiles
+        self.target_std = target_std
+
+    abstains = False
+
+    def calibrate(
+        self,
+        epsilon: float,
+        delta: float,
+        *,
+        max_queries: int,
+        target_range: tuple[float, float],
+        n_teachers: int,
+        **public: Any,
+    ) -> AdaptiveRangeRelease:
+        """The calibrated range and per-query answers."""
+        return AdaptiveRangeRelease.calibrate(
+            epsilon,
+            delta,
+            max_queries,
+            target_range=target_range,
+            n_teachers=n_teachers,
+            range_share=self.range_share,
+            aggregate=self.aggregate,
+            quantiles=tuple(self.quantiles),
         )
 
 
