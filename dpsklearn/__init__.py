@@ -55,6 +55,7 @@ from .mechanisms import (
     RepeatAndSelect,
     SoftLabelHistogram,
     SparseVector,
+    SufficientStatistics,
 )
 from .model_selection import PrivateGridSearch
 from .planning import kernel_ridge_schedule
@@ -94,6 +95,7 @@ __all__ = [
     "SoftLabelHistogram",
     "SoftLabelPrivateRegressor",
     "SparseVector",
+    "SufficientStatistics",
     "StudentFitError",
     "SubsampleAggregateClassifier",
     "Thresholds",

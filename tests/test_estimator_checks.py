@@ -222,9 +222,17 @@ REGISTRY: list[CheckCase] = [
     # the checks see a working regressor and the declared failures fail for
     # their stated reason (not by a coincidence of clipped coin flips).
     CheckCase(
-        PrivateKernelRidge(epsilon=1e4, max_queries=10_000, noise_random_state=0),
+        PrivateKernelRidge(
+            epsilon=1e4,
+            max_queries=10_000,
+            mechanism="output_perturbation",
+            noise_random_state=0,
+        ),
         FRESH_NOISE_PER_QUERY,
     ),
+    # The default: a released sufficient-statistics model (free, deterministic
+    # predictions: no expected failure).
+    CheckCase(PrivateKernelRidge(random_state=0, noise_random_state=0)),
     # Sharded (divide and conquer): three exact shard fits, averaged.
     CheckCase(
         PrivateKernelRidge(

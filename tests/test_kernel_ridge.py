@@ -78,6 +78,7 @@ def test_fit_is_sklearn_kernel_ridge_with_alpha_times_n(kernel):
         kernel_params={"gamma": 0.7, "degree": 2, "coef0": 0.5, "x_bound": 10.0},
         alpha=0.05,
         y_bound=1.0,
+        mechanism="output_perturbation",
     ).fit(X, y)
     reference = KernelRidge(
         alpha=0.05 * n,
@@ -96,6 +97,7 @@ def test_linear_and_poly_rows_are_clipped_to_x_bound_at_fit_and_query():
         "poly",
         kernel_params={"degree": 2, "gamma": 0.5, "coef0": 1.0, "x_bound": 1.0},
         y_bound=1.0,
+        mechanism="output_perturbation",
     ).fit(X, y)
     assert np.linalg.norm(model.X_fit_, axis=1).max() <= 1.0
     assert model.kappa_ == pytest.approx(math.sqrt((0.5 * 1.0 + 1.0) ** 2))
@@ -255,7 +257,12 @@ def test_primal_and_dual_weight_solves_agree():
 def test_prediction_sensitivity_and_per_query_epsilon_are_as_stated():
     X, y = _data(n=150)
     model = PrivateKernelRidge(
-        alpha=0.5, y_bound=2.0, epsilon=3.0, delta=1e-6, max_queries=77
+        alpha=0.5,
+        y_bound=2.0,
+        epsilon=3.0,
+        delta=1e-6,
+        max_queries=77,
+        mechanism="output_perturbation",
     ).fit(X, y)
     R = 2.0 / math.sqrt(0.5)
     assert model.sensitivity_ == pytest.approx(min(2 * (R + 2.0) / (0.5 * 150), 4.0))
@@ -266,13 +273,17 @@ def test_prediction_sensitivity_and_per_query_epsilon_are_as_stated():
     units = math.floor(model.sensitivity_ / g) + 1
     assert model.noise_scale_ == pytest.approx(g * units / eps_q)
     # A tiny alpha n makes Lemma 2 exceed 2M: the clipped range takes over.
-    small = PrivateKernelRidge(alpha=1e-3, y_bound=2.0).fit(X[:10], y[:10])
+    small = PrivateKernelRidge(
+        alpha=1e-3, y_bound=2.0, mechanism="output_perturbation"
+    ).fit(X[:10], y[:10])
     assert small.sensitivity_ == 4.0
 
 
 def test_predictions_are_clipped_grid_values():
     X, y = _data()
-    model = PrivateKernelRidge(y_bound=1.0, max_queries=500).fit(X, y)
+    model = PrivateKernelRidge(
+        y_bound=1.0, max_queries=500, mechanism="output_perturbation"
+    ).fit(X, y)
     pred = model.predict(X)
     assert np.all(np.abs(pred) <= 1.0)
     inside = np.abs(pred) < 1.0
@@ -291,7 +302,12 @@ def test_prediction_noise_scale_matches_stated_sensitivity():
     X, y = _data(n=1500, d=2, seed=5)
     m = 4000
     model = PrivateKernelRidge(
-        alpha=1.0, y_bound=1.0, epsilon=40.0, max_queries=m, noise_random_state=11
+        alpha=1.0,
+        y_bound=1.0,
+        epsilon=40.0,
+        max_queries=m,
+        noise_random_state=11,
+        mechanism="output_perturbation",
     ).fit(X, y)
     x0 = np.zeros((1, 2))
     exact = model._exact_predictions(x0)[0]
@@ -312,7 +328,11 @@ def test_budget_counts_rows_and_exhaustion_keeps_paid_answers():
     X, y = _data()
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     model = PrivateKernelRidge(
-        y_bound=1.0, max_queries=5, accountant=acc, noise_random_state=0
+        y_bound=1.0,
+        max_queries=5,
+        accountant=acc,
+        noise_random_state=0,
+        mechanism="output_perturbation",
     ).fit(X, y)
     events_after_fit = acc.events
     assert model.predict(X[:3]).shape == (3,)
@@ -322,9 +342,12 @@ def test_budget_counts_rows_and_exhaustion_keeps_paid_answers():
     # the centre of [-y_bound, y_bound].
     np.testing.assert_array_equal(abstained, [False, False, True, True])
     np.testing.assert_array_equal(values[2:], [0.0, 0.0])
-    same = PrivateKernelRidge(y_bound=1.0, max_queries=5, noise_random_state=0).fit(
-        X, y
-    )
+    same = PrivateKernelRidge(
+        y_bound=1.0,
+        max_queries=5,
+        noise_random_state=0,
+        mechanism="output_perturbation",
+    ).fit(X, y)
     same.predict(X[:3])
     np.testing.assert_array_equal(values[:2], same.predict(X[3:5]))
     status = model.budget_status()
@@ -351,6 +374,7 @@ def test_whole_budget_reserved_at_fit(max_queries, delta, spent_delta):
         delta=delta,
         max_queries=max_queries,
         accountant=acc,
+        mechanism="output_perturbation",
     ).fit(X, y)
     # Basic composition exactly when it spends no delta.
     assert (model.calibration_ == "basic") == (spent_delta == 0.0)
@@ -358,13 +382,20 @@ def test_whole_budget_reserved_at_fit(max_queries, delta, spent_delta):
     assert epsilon == pytest.approx(2.0, rel=1e-9)
     assert spent == pytest.approx(spent_delta)
     with pytest.raises(BudgetExhaustedError):  # a second fit does not fit
-        PrivateKernelRidge(y_bound=1.0, epsilon=2.0, accountant=acc).fit(X, y)
+        PrivateKernelRidge(
+            y_bound=1.0, epsilon=2.0, accountant=acc, mechanism="output_perturbation"
+        ).fit(X, y)
     assert len(acc.events) == 1
 
 
 def test_set_params_after_fit_does_not_change_the_running_model():
     X, y = _data()
-    model = PrivateKernelRidge(y_bound=1.0, max_queries=50, noise_random_state=0)
+    model = PrivateKernelRidge(
+        y_bound=1.0,
+        max_queries=50,
+        noise_random_state=0,
+        mechanism="output_perturbation",
+    )
     model.fit(X, y)
     scale = model.noise_scale_
     model.set_params(y_bound=100.0, max_queries=10**6, kernel="linear")
@@ -377,10 +408,12 @@ def test_sparse_input_gives_the_same_answers_as_dense():
     X, y = _data()
     kwargs = dict(y_bound=1.0, epsilon=1e4, max_queries=100, noise_random_state=3)
     bound = {"x_bound": 1.2}
-    dense = PrivateKernelRidge("linear", kernel_params=bound, **kwargs).fit(X, y)
-    sparse = PrivateKernelRidge("linear", kernel_params=bound, **kwargs).fit(
-        sp.csr_matrix(X), y
-    )
+    dense = PrivateKernelRidge(
+        "linear", kernel_params=bound, **kwargs, mechanism="output_perturbation"
+    ).fit(X, y)
+    sparse = PrivateKernelRidge(
+        "linear", kernel_params=bound, **kwargs, mechanism="output_perturbation"
+    ).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(
         dense.predict(X[:30]), sparse.predict(sp.csr_matrix(X[:30]))
     )
@@ -388,7 +421,9 @@ def test_sparse_input_gives_the_same_answers_as_dense():
 
 def test_a_pickled_copy_draws_fresh_noise():
     X, y = _data()
-    model = PrivateKernelRidge(y_bound=1.0, epsilon=0.5, max_queries=200).fit(X, y)
+    model = PrivateKernelRidge(
+        y_bound=1.0, epsilon=0.5, max_queries=200, mechanism="output_perturbation"
+    ).fit(X, y)
     copy = pickle.loads(pickle.dumps(model))
     assert not np.array_equal(model.predict(X[:50]), copy.predict(X[:50]))
 
@@ -429,7 +464,9 @@ def test_released_model_predictions_are_free_deterministic_and_unlimited():
 def test_released_model_keeps_no_private_state():
     X, y = _data()
     n = X.shape[0]
-    model = PrivateKernelRidge(y_bound=1.0, max_queries=10).fit(X, y)
+    model = PrivateKernelRidge(
+        y_bound=1.0, max_queries=10, mechanism="output_perturbation"
+    ).fit(X, y)
     assert hasattr(model, "X_fit_")
     released = OutputPerturbation(release="model", n_components=25)
     model.set_params(mechanism=released).fit(X, y)  # refit
@@ -599,7 +636,7 @@ def test_model_release_is_useful_with_enough_data():
 def test_bad_input_raises_before_any_budget_is_spent(params, match):
     X, y = _data()
     acc = PrivacyAccountant(epsilon=5.0, delta=1e-4)
-    params = {"y_bound": 1.0, **params}
+    params = {"y_bound": 1.0, "mechanism": "output_perturbation", **params}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match=match):
@@ -620,19 +657,25 @@ def test_bad_data_raises_before_any_budget_is_spent(bad):
         y = np.column_stack([y, y])
     acc = PrivacyAccountant(epsilon=5.0, delta=1e-4)
     with pytest.raises(ValueError):
-        PrivateKernelRidge(y_bound=1.0, accountant=acc).fit(X, y)
+        PrivateKernelRidge(
+            y_bound=1.0, accountant=acc, mechanism="output_perturbation"
+        ).fit(X, y)
     assert acc.events == []
 
 
 def test_a_callable_kernel_is_refused():
     X, y = _data()
     with pytest.raises((TypeError, ValueError), match="kernel"):
-        PrivateKernelRidge(kernel=lambda a, b: a @ b.T, y_bound=1.0).fit(X, y)
+        PrivateKernelRidge(
+            kernel=lambda a, b: a @ b.T, y_bound=1.0, mechanism="output_perturbation"
+        ).fit(X, y)
 
 
 def test_query_with_wrong_feature_count_is_refused_without_charge():
     X, y = _data()
-    model = PrivateKernelRidge(y_bound=1.0, max_queries=5).fit(X, y)
+    model = PrivateKernelRidge(
+        y_bound=1.0, max_queries=5, mechanism="output_perturbation"
+    ).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:2, :2])
     assert model.budget_status().n_served == 0
@@ -641,7 +684,7 @@ def test_query_with_wrong_feature_count_is_refused_without_charge():
 def test_unset_y_bound_is_inferred_with_a_privacy_leak_warning():
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning, match="y_bound is None"):
-        model = PrivateKernelRidge().fit(X, 3 * y)
+        model = PrivateKernelRidge(mechanism="output_perturbation").fit(X, 3 * y)
     assert model.y_bound_ == pytest.approx(np.abs(3 * y).max())
 
 
@@ -649,7 +692,9 @@ def test_unset_y_bound_is_inferred_with_a_privacy_leak_warning():
 def test_unset_x_bound_is_inferred_with_a_privacy_leak_warning(kernel):
     X, y = _data()
     with pytest.warns(PrivacyLeakWarning, match=r"kernel_params\['x_bound'\] is unset"):
-        model = PrivateKernelRidge(kernel, y_bound=1.0).fit(X, y)
+        model = PrivateKernelRidge(
+            kernel, y_bound=1.0, mechanism="output_perturbation"
+        ).fit(X, y)
     assert model.x_bound_ == pytest.approx(np.linalg.norm(X, axis=1).max())
 
 
@@ -658,7 +703,9 @@ def test_x_bound_is_not_needed_by_bounded_kernels():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         for kernel in ("rbf", "laplacian", "cosine"):
-            model = PrivateKernelRidge(kernel, y_bound=1.0).fit(X, y)
+            model = PrivateKernelRidge(
+                kernel, y_bound=1.0, mechanism="output_perturbation"
+            ).fit(X, y)
             assert model.x_bound_ is None and model.kappa_ == 1.0
 
 
@@ -667,14 +714,14 @@ def test_all_zero_data_gets_a_valid_positive_bound():
     y = np.zeros(20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        model = PrivateKernelRidge("linear").fit(X, y)
+        model = PrivateKernelRidge("linear", mechanism="output_perturbation").fit(X, y)
     assert model.y_bound_ == 1.0 and model.x_bound_ == 1.0
     assert model.predict(X[:2]).shape == (2,)
 
 
 def test_clone_keeps_a_shared_accountant():
     acc = PrivacyAccountant(epsilon=1.0, delta=1e-5)
-    model = PrivateKernelRidge(accountant=acc)
+    model = PrivateKernelRidge(accountant=acc, mechanism="output_perturbation")
     assert clone(model).accountant is acc
 
 

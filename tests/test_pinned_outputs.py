@@ -35,6 +35,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression
 
 from dpsklearn import (
+    ClippedMean,
     ConfidentGNMax,
     DecisionStumps,
     ExponentialMechanismERM,
@@ -361,7 +362,11 @@ CASES = {
     "pp_gnmax": lambda: _pp_classifier(epsilon=4.0, max_queries=400, mechanism="gnmax"),
     # Recorded when the discrete Gaussian release was added: "auto" takes it
     # at 200 queries.
-    "pp_regressor_auto_gaussian": lambda: _pp_regressor(epsilon=2.0, max_queries=200),
+    # 0.2 answers with the adaptive range by default; this case pins the
+    # clipped mean it was recorded with.
+    "pp_regressor_auto_gaussian": lambda: _pp_regressor(
+        epsilon=2.0, max_queries=200, mechanism=ClippedMean()
+    ),
     # Re-recorded in 0.2 (recorded under calibration="exact", now the default).
     "soft_label_midpoint": lambda: _soft_label(
         epsilon=30.0, mechanism=SoftLabelHistogram(gamma=0.25, max_unstable=40)
@@ -378,7 +383,11 @@ CASES = {
     "kt_uncertainty": lambda: _knowledge_transfer(
         query_strategy="uncertainty", n_queries=150, n_rounds=3
     ),
-    "kernel_ridge_predictions": lambda: _kernel_ridge(epsilon=200.0, max_queries=100),
+    # 0.2 releases a sufficient-statistics model by default; this case pins
+    # the output perturbation of predictions it was recorded with.
+    "kernel_ridge_predictions": lambda: _kernel_ridge(
+        epsilon=200.0, max_queries=100, mechanism=OutputPerturbation()
+    ),
     "kernel_ridge_model_gaussian": lambda: _kernel_ridge(
         epsilon=4.0, mechanism=OutputPerturbation(release="model", n_components=20)
     ),

@@ -277,7 +277,8 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                     rng = check_random_state(0)
                     self._priority(student, X_rows, stand_in, X_rows, rng)
         except Exception as exc:
-            raise ValueError(
+            kind = type(exc) if isinstance(exc, (TypeError, ValueError)) else ValueError
+            raise kind(
                 f"student={student!r} cannot be fitted on X_public "
                 f"({type(exc).__name__}: {exc}). Checked before anything is "
                 "spent: give the student the preprocessing the teacher's "

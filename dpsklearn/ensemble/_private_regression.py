@@ -142,17 +142,22 @@ default="adaptive_range"
     Examples
     --------
     >>> from sklearn.datasets import make_regression
-    >>> from dpsklearn import PrivatePredictionRegressor
-    >>> X, y = make_regression(n_samples=2000, n_features=5, random_state=0)
+    >>> from dpsklearn import ClippedMean, PrivatePredictionRegressor
+    >>> X, y = make_regression(n_samples=20_000, n_features=5, random_state=0)
     >>> reg = PrivatePredictionRegressor(
-    ...     n_estimators=100, epsilon=1.0, max_queries=10,
-    ...     target_range=(-300, 300), random_state=0).fit(X, y)
+    ...     epsilon=1.0, max_queries=100, target_range=(-500, 500),
+    ...     random_state=0).fit(X, y)
+    >>> reg.n_estimators_, reg.range_skipped_  # 10 rows per teacher; a band bought
+    (2000, False)
     >>> reg.predict(X[:3]).shape
     (3,)
-    >>> reg.calibration_, round(reg.noise_std_, 1)  # Gaussian from 9 queries on
+    >>> plain = PrivatePredictionRegressor(
+    ...     n_estimators=100, epsilon=1.0, max_queries=10, mechanism=ClippedMean(),
+    ...     target_range=(-300, 300), random_state=0).fit(X, y)
+    >>> plain.calibration_, round(plain.noise_std_, 1)  # Gaussian from 9 queries on
     ('gaussian', 70.9)
     >>> one = PrivatePredictionRegressor(
-    ...     n_estimators=100, epsilon=1.0, max_queries=1,
+    ...     n_estimators=100, epsilon=1.0, max_queries=1, mechanism=ClippedMean(),
     ...     target_range=(-300, 300), random_state=0).fit(X, y)
     >>> one.calibration_, round(one.noise_std_, 1)
     ('basic', 8.5)

@@ -46,7 +46,12 @@ from .._param_validation import (
 )
 from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
 from ..exceptions import PrivacyLeakWarning
-from ..mechanisms import MechanismOptions, OutputPerturbation, resolve_mechanism
+from ..mechanisms import (
+    MechanismOptions,
+    OutputPerturbation,
+    SufficientStatistics,
+    resolve_mechanism,
+)
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
 from ._kernels import (
@@ -57,6 +62,12 @@ from ._kernels import (
     _fourier_features,
     _fourier_frequencies,
     _kappa,
+)
+from ._random_feature_ssp import (
+    auto_n_components,
+    predict_random_features,
+    ssp_release,
+    ssp_training,
 )
 from ._sharding import (
     ShardKernelRidge,
@@ -275,13 +286,19 @@ default="output_perturbation"
     >>> X = rng.uniform(-1, 1, size=(500, 2))
     >>> y = np.sin(3 * X[:, 0])
     >>> from dpsklearn.mechanisms import OutputPerturbation
-    >>> model = PrivateKernelRidge(
-    ...     alpha=0.1, y_bound=1.0, epsilon=2.0, random_state=0,
-    ...     mechanism=OutputPerturbation(release="model")).fit(X, y)
+    >>> model = PrivateKernelRidge(y_bound=(-1, 1), random_state=0).fit(X, y)
+    >>> model.release_, model.mechanism_.n_components  # AdaSSP; D from n, epsilon
+    ('sufficient_statistics', 56)
     >>> pred = model.predict(X[:3])            # free, unlimited, deterministic
     >>> bool(np.array_equal(pred, model.predict(X[:3])))
     True
-    >>> served = PrivateKernelRidge(y_bound=1.0, max_queries=10).fit(X, y)
+    >>> nie_wang = PrivateKernelRidge(
+    ...     alpha=0.1, y_bound=1.0, epsilon=2.0, random_state=0,
+    ...     mechanism=OutputPerturbation(release="model")).fit(X, y)
+    >>> nie_wang.release_
+    'grid_gaussian'
+    >>> served = PrivateKernelRidge(
+    ...     y_bound=1.0, max_queries=10, mechanism="output_perturbation").fit(X, y)
     >>> served.predict(X[:4]).shape
     (4,)
     >>> served.budget_status().query_units_spent
@@ -297,11 +314,14 @@ default="output_perturbation"
         "kernel": [str],
         "kernel_params": [dict, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "mechanism": [StrOptions({"output_perturbation"}), MechanismOptions],
+        "mechanism": [
+            StrOptions({"sufficient_statistics", "output_perturbation"}),
+            MechanismOptions,
+        ],
         "n_jobs": [Integral, None],
         "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
         "random_state": ["random_state"],
@@ -309,7 +329,10 @@ default="output_perturbation"
     }
 
     #: The mechanisms this estimator runs, by shorthand.
-    _mechanisms = {"output_perturbation": OutputPerturbation}
+    _mechanisms = {
+        "sufficient_statistics": SufficientStatistics,
+        "output_perturbation": OutputPerturbation,
+    }
     #: The keys ``kernel_params`` may hold, and their constraints.
     _kernel_parameters = {
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
@@ -328,7 +351,7 @@ default="output_perturbation"
         epsilon=1.0,
         delta=1e-5,
         max_queries=1000,
-        mechanism="output_perturbation",
+        mechanism="sufficient_statistics",
         n_jobs=None,
         accountant=None,
         random_state=None,
@@ -346,6 +369,15 @@ default="output_perturbation"
         self.accountant = accountant
         self.random_state = random_state
         self.noise_random_state = noise_random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Random Fourier features of sufficient statistics need dense rows.
+        options = self.mechanism
+        if isinstance(options, str):
+            options = self._mechanisms.get(options, OutputPerturbation)()
+        tags.input_tags.sparse = not isinstance(options, SufficientStatistics)
+        return tags
 
     def __dpsklearn_publishable__(self):
         """Whether the fitted model is publishable: only a released model is."""
@@ -401,7 +433,18 @@ default="output_perturbation"
                     "sensitivity fails. Use coef0 >= 0."
                 )
             degree, coef0 = int(degree), float(coef0)
-        if options.release == "model" and kernel not in SHIFT_INVARIANT_KERNELS:
+        random_features = isinstance(options, SufficientStatistics) or (
+            options.release == "model"
+        )
+        if isinstance(options, SufficientStatistics) and kernel not in (
+            SHIFT_INVARIANT_KERNELS
+        ):
+            raise ValueError(
+                f"SufficientStatistics maps rows through random Fourier features "
+                f"of a shift-invariant kernel; kernel={kernel!r} is not one. Use "
+                "kernel='rbf' or 'laplacian', or mechanism=OutputPerturbation()."
+            )
+        if random_features and kernel not in SHIFT_INVARIANT_KERNELS:
             raise ValueError(
                 f"OutputPerturbation(release='model') needs a shift-invariant "
                 f"kernel for random Fourier features; kernel={kernel!r} is not "
@@ -409,18 +452,32 @@ default="output_perturbation"
             )
         return kernel, gamma, degree, coef0
 
-    def _resolve_y_bound(self, y):
-        if self.y_bound is not None:
-            return float(self.y_bound)
-        warnings.warn(
-            "y_bound is None: the target bound M is taken from the private "
-            "training labels (max |y|), which the noise scale then reveals. "
-            "Pass the public bound as `y_bound`.",
-            PrivacyLeakWarning,
-            stacklevel=6,
-        )
-        bound = float(np.max(np.abs(y)))
-        return bound if bound > 0 else 1.0  # any positive M bounds all-zero y
+    def _resolve_target_range(self, y):
+        """``(lo, hi)``: ``(-M, M)`` for a bound ``M``, the pair for a range."""
+        if self.y_bound is None:
+            warnings.warn(
+                "y_bound is None: the target bound M is taken from the private "
+                "training labels (max |y|), which the noise scale then reveals. "
+                "Pass the public bound (or range) as `y_bound`.",
+                PrivacyLeakWarning,
+                stacklevel=6,
+            )
+            bound = float(np.max(np.abs(y)))
+            bound = bound if bound > 0 else 1.0  # any positive M bounds all-zero y
+            return -bound, bound
+        if np.ndim(self.y_bound) == 0:
+            bound = float(self.y_bound)
+            return -bound, bound
+        try:
+            lo, hi = (float(v) for v in np.asarray(self.y_bound).ravel())
+        except (TypeError, ValueError):
+            lo = hi = np.nan
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(
+                "y_bound must be a positive bound M or a public range (lo, hi) with "
+                f"lo < hi, got {self.y_bound!r}."
+            )
+        return lo, hi
 
     def _resolve_x_bound(self, X):
         given = self._kernel_params().get("x_bound")
@@ -499,12 +556,15 @@ default="output_perturbation"
         n_samples, n_features = X.shape
         kernel, gamma, degree, coef0 = self._check_kernel(n_features, options)
         warn_if_delta_large(float(self.delta), n_samples, stacklevel=6)
+        lo, hi = self._resolve_target_range(y)
+        if isinstance(options, SufficientStatistics):
+            return self._plan_statistics(options, X, y, kernel, gamma, (lo, hi))
         working_memory = resolve_working_memory(None)
         model = options.release == "model"
         n_weights = 2 * options.n_components if model else None
         # The memory guard: refused here, before any Gram matrix exists.
         n_shards = plan_shards(n_samples, options.n_shards, working_memory, n_weights)
-        y_bound = self._resolve_y_bound(y)
+        y_bound = max(abs(lo), abs(hi))  # Lemma 2 reads |y| <= M
         x_bound = None
         if kernel in NORM_BOUNDED_KERNELS:
             x_bound = self._resolve_x_bound(X)
@@ -534,7 +594,7 @@ default="output_perturbation"
         return FitPlan(
             mechanism,
             X,
-            np.clip(y, -y_bound, y_bound),
+            np.clip(y, lo, hi),
             delta=self.delta,
             training={"spec": (kernel, gamma, degree, coef0, x_bound)},
             serving=serving,
@@ -547,13 +607,67 @@ default="output_perturbation"
                 "grid_step_": mechanism.grid_step,
                 "noise_scale_": mechanism.noise_scale,
                 "y_bound_": y_bound,
+                "target_range_": (lo, hi),
                 "x_bound_": x_bound,
                 "gamma_": gamma,
                 "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
             },
         )
 
+    def _plan_statistics(self, options, X, y, kernel, gamma, target_range):
+        """The plan of the AdaSSP release (``docs/regression.rst``)."""
+        if sp.issparse(X):
+            raise TypeError(
+                "SufficientStatistics maps rows through random Fourier features "
+                "and needs dense X; use OutputPerturbation for sparse input."
+            )
+        n_samples = X.shape[0]
+        n_components = options.n_components
+        if n_components == "auto":
+            n_components = auto_n_components(n_samples, self.epsilon)
+        lo, hi = target_range
+        mechanism = options.calibrate(
+            self.epsilon,
+            self.delta,
+            n_features=2 * int(n_components) + 1,
+            label_bound=(hi - lo) / 2.0,
+        )
+        return FitPlan(
+            mechanism,
+            X,
+            y,
+            delta=self.delta,
+            training={"statistics": (int(n_components), gamma, kernel, (lo, hi))},
+            serving={"released": True},
+            attributes={
+                "mechanism_": clone(options).set_params(n_components=n_components),
+                "target_range_": (lo, hi),
+                "y_bound_": max(abs(lo), abs(hi)),
+                "gamma_": gamma,
+                "kappa_": 1.0,  # ||phi(x)|| <= 1
+                "n_estimators_": 1,
+                "x_bound_": None,
+            },
+        )
+
     def _train(self, plan):
+        if "statistics" in plan.training:
+            n_components, gamma, kernel, target_range = plan.training["statistics"]
+            frequencies, center, statistics = ssp_training(
+                plan.X,
+                plan.y,
+                n_components=n_components,
+                gamma=gamma,
+                kernel=kernel,
+                target_range=target_range,
+                random_state=self.random_state,
+            )
+            # Non-private until _release replaces it by its noisy release.
+            return {
+                "_statistics": statistics,
+                "random_frequencies_": frequencies,
+                "center_": center,
+            }
         X, y, spec = plan.X, plan.y, plan.training["spec"]
         options = plan.attributes["mechanism_"]
         n_shards = plan.attributes["n_estimators_"]
@@ -587,6 +701,19 @@ default="output_perturbation"
         }
 
     def _release(self, plan, fitted, noise):
+        if "_statistics" in fitted:
+            # Only the weights solved from the noisy statistics leave the fit.
+            coef, regulariser = ssp_release(
+                plan.mechanism, fitted.pop("_statistics"), noise
+            )
+            fitted.update(
+                {
+                    "coef_": coef,
+                    "regulariser_": regulariser,
+                    "release_": "sufficient_statistics",
+                }
+            )
+            return
         if "_weights" not in fitted:
             return
         # Only the noisy weights leave the fit.
@@ -645,7 +772,13 @@ default="output_perturbation"
         X = validate_data(
             self, X, reset=False, accept_sparse=ACCEPT_SPARSE, dtype=np.float64
         )
-        if self.release_ != "grid_laplace":
+        if self.release_ == "sufficient_statistics":
+            values = predict_random_features(
+                X, self.random_frequencies_, self.coef_, self.center_,
+                self.target_range_,
+            )
+            abstained = np.zeros(X.shape[0], dtype=bool)
+        elif self.release_ != "grid_laplace":
             values = self._model_predictions(X)
             abstained = np.zeros(X.shape[0], dtype=bool)
         else:

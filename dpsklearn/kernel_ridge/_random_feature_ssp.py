@@ -45,9 +45,12 @@ __all__ = [
     "RandomFeatureModel",
     "auto_n_components",
     "fit_random_feature_ssp",
+    "predict_random_features",
     "random_feature_map",
     "random_feature_statistics",
     "random_fourier_frequencies",
+    "ssp_release",
+    "ssp_training",
 ]
 
 _MIB = 2**20
@@ -278,3 +281,35 @@ def fit_random_feature_ssp(
     del gram, moment, lambda_min
     coef, lam = mechanism.solve(released)
     return RandomFeatureModel(coef, frequencies, center, (lo, hi), lam, mechanism)
+
+
+def ssp_training(X, y, *, n_components, gamma, kernel, target_range, random_state):
+    """The non-private part of an AdaSSP fit: frequencies and the statistics.
+
+    Returns the frequencies, the target's centre, and the exact statistics
+    ``(Phi^T Phi, Phi^T y, lambda_min(Phi^T Phi))`` of the centred, clipped
+    targets, which only :func:`ssp_release` may turn into something public.
+    """
+    lo, hi = (float(v) for v in target_range)
+    center = (lo + hi) / 2.0
+    y = np.clip(np.asarray(y, dtype=np.float64), lo, hi) - center
+    frequencies = random_fourier_frequencies(
+        X.shape[1], n_components, gamma=gamma, kernel=kernel, random_state=random_state
+    )
+    gram, moment = random_feature_statistics(X, y, frequencies)
+    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    return frequencies, center, (gram, moment, lambda_min)
+
+
+def ssp_release(mechanism, statistics, noise):
+    """The released weights and regulariser (post-processing of noisy statistics)."""
+    released = mechanism.release(*statistics, noise)
+    return mechanism.solve(released)
+
+
+def predict_random_features(X, frequencies, coef, center, target_range):
+    """``phi(X) @ coef + center``, clipped to ``target_range``, in chunks."""
+    values = np.empty(X.shape[0])
+    for rows in gen_batches(X.shape[0], _chunk_rows(coef.shape[0], 64.0)):
+        values[rows] = random_feature_map(X[rows], frequencies) @ coef
+    return np.clip(values + center, *target_range)

@@ -98,6 +98,7 @@ from ._options import (
     RepeatAndSelect,
     SoftLabelHistogram,
     SparseVector,
+    SufficientStatistics,
     resolve_mechanism,
     soft_label_bins,
 )
@@ -179,6 +180,7 @@ __all__ = [
     "SoftLabelTest",
     "SoftMajority",
     "SparseVector",
+    "SufficientStatistics",
     "SparseVectorCalibration",
     "SparseVectorEngine",
     "StabilityTest",

@@ -355,10 +355,10 @@ class AdaptiveRangeRelease(Mechanism):
     >>> from dpsklearn.mechanisms import AdaptiveRangeRelease
     >>> mech = AdaptiveRangeRelease.calibrate(
     ...     1.0, 1e-5, 2000, target_range=(5.0, 10.0), n_teachers=2000)
-    >>> mech.aggregate, mech.conversion
-    ('mean', 'rdp')
+    >>> mech.aggregate, mech.conversion, mech.split
+    ('mean', 'gdp', 'sequential')
     >>> round(mech.noise_std(width=5.0), 3), round(mech.noise_std(width=1.0), 3)
-    (0.477, 0.095)
+    (0.459, 0.092)
     """
 
     n_streams = 2  # the range, the answers

@@ -40,6 +40,7 @@ from ._kernel_ridge import (
 from ._per_query import GridLaplaceRelease, SoftMajority
 from ._repeat_select import RUN_DISTRIBUTIONS, RepeatedSelection
 from ._stability import SoftLabelTest, StabilityTest, _n_bins
+from ._sufficient_statistics import DEFAULT_SHARES, SufficientStatisticsRelease
 
 __all__ = [
     "AdaptiveRange",
@@ -52,6 +53,7 @@ __all__ = [
     "RepeatAndSelect",
     "SoftLabelHistogram",
     "SparseVector",
+    "SufficientStatistics",
     "resolve_mechanism",
     "soft_label_bins",
 ]
@@ -763,6 +765,88 @@ class OutputPerturbation(MechanismOptions):
             n_samples=n_samples,
             n_weights=2 * self.n_components,
             n_shards=n_shards,
+        )
+
+
+class SufficientStatistics(MechanismOptions):
+    """A random-feature ridge model released by perturbed sufficient statistics.
+
+    AdaSSP (Wang 2018, "Revisiting differentially private linear
+    regression"): the rows are mapped through ``n_components`` random
+    Fourier features (data-independent frequencies, ``||phi(x)|| <= 1``),
+    the targets clipped to the public range and centred; the Gram matrix
+    ``Phi^T Phi``, the moment ``Phi^T y`` and the Gram matrix's smallest
+    eigenvalue are released with Gaussian noise (replace-one sensitivities,
+    ``docs/regression.rst``, "Sufficient-statistics perturbation"), and the
+    regulariser is set from the noisy eigenvalue. The released model is
+    published: its predictions are free. Needs ``delta > 0``.
+    :class:`SufficientStatisticsRelease`.
+
+    Parameters
+    ----------
+    n_components : int or "auto", default="auto"
+        ``D``, the random frequencies; ``"auto"``: ``clip(2.5 sqrt(n
+        epsilon), 50, 800)`` (public numbers; ``auto_n_components``).
+    shares : (float, float, float), default=(0.5, 0.48, 0.02)
+        Shares of the budget of the Gram matrix, the moment and the
+        smallest eigenvalue.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import SufficientStatistics
+    >>> release = SufficientStatistics().calibrate(
+    ...     1.0, 1e-5, n_features=101, label_bound=15.0)
+    >>> release.n_features, release.label_bound
+    (101, 15.0)
+    """
+
+    shorthand = "sufficient_statistics"
+
+    _parameter_constraints: dict = {
+        "n_components": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "shares": ["array-like"],
+    }
+
+    def __init__(
+        self,
+        n_components: int | str = "auto",
+        shares: tuple[float, float, float] = DEFAULT_SHARES,
+    ) -> None:
+        self.n_components = n_components
+        self.shares = shares
+
+    abstains = False
+
+    @property
+    def publishes_model(self) -> bool:
+        """The released weights are the published model."""
+        return True
+
+    def calibrate(
+        self,
+        epsilon: float,
+        delta: float,
+        *,
+        n_features: int,
+        label_bound: float,
+        **public: Any,
+    ) -> SufficientStatisticsRelease:
+        """The calibrated three releases for ``n_features`` features (``2 D + 1``)."""
+        if not delta > 0:
+            raise ValueError(
+                "SufficientStatistics releases Gaussian noise and needs delta > 0; "
+                "use OutputPerturbation(release='model') for a pure guarantee."
+            )
+        return SufficientStatisticsRelease.calibrate(
+            epsilon,
+            delta,
+            n_features=int(n_features),
+            feature_bound=1.0,
+            label_bound=float(label_bound),
+            shares=tuple(self.shares),
         )
 
 

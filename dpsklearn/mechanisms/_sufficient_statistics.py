@@ -51,6 +51,8 @@ from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, OPEN_UNIT, validate_p
 from ..accounting import (
     ApproximateEvent,
     GaussianEvent,
+    gdp_delta,
+    largest_certified,
     rdp_epsilon_of_rho,
     zcdp_epsilon,
 )
@@ -155,7 +157,7 @@ class SufficientStatisticsRelease(Mechanism):
     >>> mech = SufficientStatisticsRelease.calibrate(
     ...     1.0, 1e-5, n_features=201, feature_bound=1.0, label_bound=20.0)
     >>> mech.conversion, [round(s, 1) for s in mech.noise_std]
-    ('rdp', [8.1, 233.7, 28.6])
+    ('gdp', [7.5, 215.5, 26.4])
     """
 
     n_streams = 1
@@ -243,6 +245,14 @@ class SufficientStatisticsRelease(Mechanism):
                 f"(Gram matrix, moment vector, smallest eigenvalue), got {shares!r}."
             )
         rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
+        if calibration in ("auto", "gdp"):
+            # The three releases are continuous Gaussian mechanisms (rounded
+            # after the noise: post-processing), so their composition is
+            # exactly mu-GDP with mu^2 = 2 rho (Dong, Roth and Su 2022,
+            # Cor. 3.3), converted exactly (Cor. 2.13).
+            gdp_rho = _largest_gdp_rho(float(epsilon), float(delta))
+            if gdp_rho > rho:
+                rho, conversion = gdp_rho, "gdp"
         return cls(
             epsilon,
             delta,
@@ -264,7 +274,9 @@ class SufficientStatisticsRelease(Mechanism):
 
     @property
     def composition(self):
-        return self.conversion
+        # Calibrated through Gaussian DP, the release is one certified
+        # (epsilon, delta), which a model's own accountant records as such.
+        return self.conversion if self.conversion in ("rdp", "zcdp") else "basic"
 
     def _gaussian_events(self, label):
         return [
@@ -284,6 +296,8 @@ class SufficientStatisticsRelease(Mechanism):
 
     def spent(self, units, engine):
         total = sum(e.rho for e in self._gaussian_events(None))
+        if self.conversion == "gdp":
+            return _gdp_epsilon(math.sqrt(2.0 * total), self.delta), self.delta
         if self.conversion == "zcdp":
             return zcdp_epsilon(total, self.delta), self.delta
         return rdp_epsilon_of_rho(total, self.delta), self.delta
@@ -359,3 +373,29 @@ class SufficientStatisticsRelease(Mechanism):
             "calibration_": self.conversion,
             "noise_std_": self.noise_std,
         }
+
+
+def _largest_gdp_rho(epsilon, delta, rtol=1e-9):
+    """The largest ``rho = mu^2 / 2`` whose ``mu``-GDP is ``(epsilon, delta)``-DP.
+
+    ``gdp_delta`` grows with ``mu``; the bisection keeps the safe end, then a
+    relative margin of ``rtol`` below it.
+    """
+    rho = largest_certified(
+        lambda r: gdp_delta(epsilon, math.sqrt(2.0 * r)) / delta, 1.0, rtol
+    )
+    return rho * (1.0 - rtol)
+
+
+def _gdp_epsilon(mu, delta):
+    """The smallest ``epsilon`` at which ``mu``-GDP has ``delta`` (from above)."""
+    low, high = 0.0, 1.0
+    while gdp_delta(high, mu) > delta:
+        low, high = high, 2.0 * high
+    while high - low > 1e-12 * high:
+        middle = 0.5 * (low + high)
+        if gdp_delta(middle, mu) > delta:
+            low = middle
+        else:
+            high = middle
+    return high

@@ -72,11 +72,10 @@ def is_publishable(estimator):
     >>> is_publishable(KnowledgeTransferClassifier())
     True
     >>> from dpsklearn.mechanisms import OutputPerturbation
-    >>> is_publishable(PrivateKernelRidge())
-    False
-    >>> released = OutputPerturbation(release="model")
-    >>> is_publishable(PrivateKernelRidge(mechanism=released))
+    >>> is_publishable(PrivateKernelRidge())  # a sufficient-statistics model
     True
+    >>> is_publishable(PrivateKernelRidge(mechanism=OutputPerturbation()))
+    False
     """
     declared = getattr(estimator, "__dpsklearn_publishable__", None)
     if declared is not None:
