@@ -55,7 +55,7 @@ __all__ = ["clear_teacher_cache", "ensemble_key"]
 #: 3 folds and the final refit on all rows needs 4).
 _CAPACITY = 4
 #: Bytes of cached vote counts per ensemble.
-_STATISTICS_BYTES = 1 << 26
+_STATISTICS_BYTES = 1 << 24
 
 _LOCK = threading.Lock()
 _MEMORY: OrderedDict = OrderedDict()  # key -> _Entry
