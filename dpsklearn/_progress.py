@@ -55,6 +55,11 @@ class Progress:
     delay : float, default=0.0
         Seconds of work before anything is shown: short work stays quiet.
     file : file object, default=sys.stderr
+    bar : bool, default=None
+        Whether to draw a tqdm bar (``None``: when tqdm is installed).
+    leave : bool, default=True
+        Whether a tqdm bar stays on screen once done (``False`` for steps of
+        a larger piece of work).
 
     Examples
     --------
@@ -70,7 +75,16 @@ class Progress:
     """
 
     def __init__(
-        self, total, *, desc, unit, verbose, delay=0.0, file=None, bar=None
+        self,
+        total,
+        *,
+        desc,
+        unit,
+        verbose,
+        delay=0.0,
+        file=None,
+        bar=None,
+        leave=True,
     ):
         self.total = max(0, int(total))
         self.desc = desc
@@ -92,7 +106,7 @@ class Progress:
                 unit=f" {unit}",
                 delay=self.delay,
                 file=self.file,
-                leave=True,
+                leave=leave,
                 dynamic_ncols=True,
             )
 

@@ -191,7 +191,12 @@ def _evaluate(function, teachers, X, args, *, n_jobs, verbose, desc):
     if n_workers == 1 and not verbose:
         return [function(teachers, X, *args)]
     progress = Progress(
-        n_teachers, desc=desc, unit="teacher", verbose=verbose, delay=_PROGRESS_DELAY
+        n_teachers,
+        desc=desc,
+        unit="teacher",
+        verbose=verbose,
+        delay=_PROGRESS_DELAY,
+        leave=False,
     )
     with progress:
         client = _dask_client() if n_workers > 1 else None
