@@ -50,10 +50,12 @@ def _chunks(n_rows, timings):
     """Yield ``(start, stop)`` of consecutive chunks of ``n_rows`` rows.
 
     ``timings`` is a list the caller appends ``(rows, seconds)`` to after each
-    chunk; the next chunk's size reads it. With two chunks timed, the time
-    of a chunk is fitted as ``fixed + per_row * rows`` and the next chunk is
-    large enough that ``fixed`` is at most ``_FIXED_SHARE`` of it. Timing only
-    sizes the chunks; for a chunk-invariant engine it never changes an answer.
+    chunk; the next chunk's size reads it. Chunks at least double; with two
+    chunks timed, the time of a chunk is fitted as ``fixed + per_row * rows``
+    and the next chunk is large enough that ``fixed`` is at most
+    ``_FIXED_SHARE`` of it; a tail shorter than the chunk before it joins
+    that chunk. Timing only sizes the chunks; for a chunk-invariant engine
+    it never changes an answer.
 
     Examples
     --------
@@ -69,6 +71,8 @@ def _chunks(n_rows, timings):
     start, size = 0, min(_FIRST_CHUNK, n_rows)
     while start < n_rows:
         stop = min(n_rows, start + size)
+        if n_rows - stop < size:  # a short tail would cost a call of its own
+            stop = n_rows
         yield start, stop
         start = stop
         size = 2 * size
