@@ -258,3 +258,17 @@ def test_grid_search_over_epsilon_fits_each_fold_once(fits):
     assert fits["n"] == 4 + 5 * 3 + 1
     for key in ("mean_test_score", "split0_test_score", "split2_test_score"):
         np.testing.assert_array_equal(cached.cv_results_[key], fresh.cv_results_[key])
+
+
+def test_fused_vote_path_is_built_once(fits):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, Xq = _data()
+    first = _model(estimator=LogisticRegression()).fit(X, y)
+    second = _model(estimator=LogisticRegression(), epsilon=7.0).fit(X, y)
+    assert fits["n"] == 1
+    assert first._fused_ensemble_ is not None
+    assert second._fused_ensemble_ is first._fused_ensemble_
+    with dpsklearn.config_context(teacher_cache=None):
+        fresh = _model(estimator=LogisticRegression(), epsilon=7.0).fit(X, y)
+    np.testing.assert_array_equal(second._vote_counts(Xq), fresh._vote_counts(Xq))

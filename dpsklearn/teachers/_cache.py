@@ -25,7 +25,8 @@ identical teachers for every value. Here a fit first looks its teachers up:
 * **Vote counts too.** For an ensemble held here, the vote counts of a
   query batch are kept beside its teachers (keyed by the batch's digest,
   bounded in bytes): the folds of a search ask every epsilon the same
-  validation rows.
+  validation rows. So is its fused vote path (built from the teachers
+  alone, never modified).
 
 Whatever is cached is as secret as the training data (the teachers were
 fitted on it; vote counts are computed from them): it is never shown, and a
@@ -67,6 +68,7 @@ class _Entry:
         self.teachers = list(teachers)
         self.statistics = OrderedDict()  # (kind, query digest) -> ndarray
         self.statistics_bytes = 0
+        self.derived = {}  # kind -> an immutable object built from the teachers
 
     def holds(self, teachers):
         """Whether ``teachers`` are exactly these teachers (same objects, order)."""
@@ -247,6 +249,23 @@ def cached_statistic(teachers, X, kind, compute):
             while entry.statistics_bytes > _STATISTICS_BYTES:
                 _, dropped = entry.statistics.popitem(last=False)
                 entry.statistics_bytes -= dropped.nbytes
+    return value
+
+
+def cached_derived(teachers, kind, compute):
+    """``compute()``, or what it gave for these very teachers before.
+
+    For objects built from the teachers alone and never modified (the fused
+    vote path), kept beside teachers held in the memory cache.
+    """
+    with _LOCK:
+        entry = _entry_of(teachers) if _MEMORY else None
+        if entry is not None and kind in entry.derived:
+            return entry.derived[kind]
+    value = compute()
+    if entry is not None:
+        with _LOCK:
+            entry.derived.setdefault(kind, value)
     return value
 
 

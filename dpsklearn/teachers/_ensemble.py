@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from ._cache import cached_fit, cached_statistic, ensemble_key
+from ._cache import cached_derived, cached_fit, cached_statistic, ensemble_key
 from ._fused import FusedLinearEnsemble, _fuse
 from ._inference import count_teacher_votes
 from ._sharding import fit_teachers, partition_indices, teacher_seeds
@@ -95,7 +95,9 @@ def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
     """
     if mode is False:
         return None
-    fused, reason = _fuse(teachers, n_classes)
+    fused, reason = cached_derived(
+        teachers, ("fused", int(n_classes)), lambda: _fuse(teachers, n_classes)
+    )
     if fused is None and mode is True:
         raise ValueError(
             "fused=True needs every teacher to be a linear classifier or a "
