@@ -335,6 +335,7 @@ def test_chunked_answers_equal_one_shot_answers(monkeypatch, on_exhausted):
 
 
 def test_rows_after_a_halt_are_never_counted(monkeypatch):
+    monkeypatch.setattr(loop, "_FIXED_SHARE", 1.0)  # chunks only double
     Xq = _queries()
     model = _stability_model()
     counting = CountingStatistic(model)
@@ -343,12 +344,14 @@ def test_rows_after_a_halt_are_never_counted(monkeypatch):
         model.predict(Xq)
     halted_at = info.value.n_answered
     assert 0 < halted_at < Xq.shape[0] // 4  # the model halts early
-    # Chunks at least double: fewer than max(2 h, first chunk) rows counted.
-    assert counting.rows <= max(2 * halted_at, loop._FIRST_CHUNK)
+    # Chunks double, a short tail joins the last one: fewer than
+    # max(3 h, first chunk) rows counted.
+    assert counting.rows <= max(3 * halted_at, loop._FIRST_CHUNK)
     assert counting.rows < Xq.shape[0] // 2
 
 
-def test_a_model_that_never_halts_counts_each_row_once():
+def test_a_model_that_never_halts_counts_each_row_once(monkeypatch):
+    monkeypatch.setattr(loop, "_FIXED_SHARE", 1.0)  # chunks only double
     Xq = _queries(n=5000)
     model = _stability_model(epsilon=1e6, max_unstable=10_000)
     counting = CountingStatistic(model)

@@ -38,8 +38,9 @@ __all__ = ["serve"]
 # least double, and grow further until a chunk's fixed cost (calling every
 # teacher once) is at most _FIXED_SHARE of its time, so a model that never
 # halts calls its teachers O(log(rows)) times, and one that halts after h
-# rows has computed the statistic of fewer than max(2 h, _FIRST_CHUNK) rows
-# (plus the growth the fixed cost asks for).
+# rows has computed the statistic of fewer than max(3 h, _FIRST_CHUNK) rows
+# when chunks only double (a tail joins the last chunk; more rows when the
+# fixed cost asks for larger chunks).
 _FIRST_CHUNK = 256
 _FIXED_SHARE = 0.05
 # Seconds of answering before its progress is shown.
