@@ -65,15 +65,16 @@ def set_config(teacher_cache="unchanged") -> None:
         Where fitted teachers are kept for reuse by a later fit on the same
         rows with the same base estimator, number of teachers and integer
         ``random_state`` (only privacy parameters differ, as in a search over
-        ``epsilon``). ``"memory"``: the last few teacher ensembles, in this
-        process (bounded; :func:`dpsklearn.teachers.clear_teacher_cache`
-        empties it). ``None`` (or ``False``): no reuse, every fit fits its
-        teachers. A directory or a :class:`joblib.Memory`: also on disk
-        there, as ``Pipeline(memory=...)`` keeps fitted transformers. Cached
-        teachers are as secret as the training data (see
-        ``docs/privacy_contract.rst``): a disk location must be protected
-        like the data itself. Reused teachers are the teachers a fresh fit
-        gives, so what a model releases never depends on this setting.
+        ``epsilon``). ``"memory"``: the last four teacher ensembles, in this
+        process (at most 512 MB of their arrays;
+        :func:`dpsklearn.teachers.clear_teacher_cache` empties it).
+        ``None`` (or ``False``): no reuse, every fit fits its teachers. A
+        directory or a :class:`joblib.Memory`: also on disk there, as
+        ``Pipeline(memory=...)`` keeps fitted transformers. Cached teachers
+        are as secret as the training data (``docs/cluster.rst``, "Teachers
+        reused across a search"): a disk location must be protected like the
+        data itself. Reused teachers are the teachers a fresh fit gives, so
+        what a model releases never depends on this setting.
 
     Examples
     --------

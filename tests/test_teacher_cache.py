@@ -272,3 +272,21 @@ def test_fused_vote_path_is_built_once(fits):
     with dpsklearn.config_context(teacher_cache=None):
         fresh = _model(estimator=LogisticRegression(), epsilon=7.0).fit(X, y)
     np.testing.assert_array_equal(second._vote_counts(Xq), fresh._vote_counts(Xq))
+
+
+def test_memory_cache_is_bounded_in_bytes(fits, monkeypatch):
+    import dpsklearn.teachers._cache as cache
+
+    X, y, _ = _data()
+    _model().fit(X, y)
+    (entry,) = cache._MEMORY.values()
+    assert entry.nbytes > 0  # the trees' arrays are counted
+    monkeypatch.setattr(cache, "_MAX_BYTES", int(1.5 * entry.nbytes))
+    _model(random_state=1).fit(X, y)  # two would exceed the bound
+    assert len(cache._MEMORY) == 1
+    _model(random_state=1).fit(X, y)  # the newest stays
+    assert fits["n"] == 2
+    monkeypatch.setattr(cache, "_MAX_BYTES", entry.nbytes // 2)
+    _model(random_state=2).fit(X, y)  # larger than the bound: never kept
+    _model(random_state=2).fit(X, y)
+    assert fits["n"] == 4

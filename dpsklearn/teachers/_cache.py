@@ -18,7 +18,8 @@ identical teachers for every value. Here a fit first looks its teachers up:
 * **Only reproducible fits.** A ``random_state`` that is ``None`` or a
   ``RandomState`` instance asks for fresh teachers: nothing is looked up.
 * **Bounded, in memory by default.** The last :data:`_CAPACITY` ensembles of
-  this process (:func:`clear_teacher_cache` empties them); with
+  this process, at most :data:`_MAX_BYTES` (512 MB) of their arrays in all
+  (:func:`clear_teacher_cache` empties them); with
   ``dpsklearn.set_config(teacher_cache=directory)`` (or a
   :class:`joblib.Memory`) they are also stored on disk there; with
   ``teacher_cache=None`` nothing is kept.
@@ -53,8 +54,10 @@ from .._config import get_config
 __all__ = ["clear_teacher_cache", "ensemble_key"]
 
 #: Teacher ensembles kept in memory (a search over one hyper-parameter with
-#: 3 folds and the final refit on all rows needs 4).
+#: 3 folds and the final refit on all rows needs 4) ...
 _CAPACITY = 4
+#: ... and the bytes of their arrays (an ensemble larger than this is not kept).
+_MAX_BYTES = 1 << 29
 #: Bytes of cached vote counts per ensemble.
 _STATISTICS_BYTES = 1 << 24
 
@@ -62,10 +65,35 @@ _LOCK = threading.Lock()
 _MEMORY: OrderedDict = OrderedDict()  # key -> _Entry
 
 
+def _nbytes(value, seen, depth=0):
+    """Bytes of the arrays (and strings) reachable from ``value``, roughly."""
+    if depth > 12 or id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(value, (list, tuple, set)):
+        return sum(_nbytes(v, seen, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v, seen, depth + 1) for v in value.values())
+    state = getattr(value, "__dict__", None)
+    if state is None and hasattr(value, "__getstate__"):  # a Cython tree
+        try:
+            state = value.__getstate__()
+        except Exception:
+            state = None
+    if isinstance(state, dict):
+        return sum(_nbytes(v, seen, depth + 1) for v in state.values())
+    return 0
+
+
 class _Entry:
     def __init__(self, key, teachers):
         self.key = key
         self.teachers = list(teachers)
+        self.nbytes = _nbytes(self.teachers, set())
         self.statistics = OrderedDict()  # (kind, query digest) -> ndarray
         self.statistics_bytes = 0
         self.derived = {}  # kind -> an immutable object built from the teachers
@@ -199,11 +227,15 @@ def cached_fit(key, fit):
             teachers = fit()
     else:
         teachers = fit()
-    with _LOCK:
-        _MEMORY[key] = _Entry(key, teachers)
-        _MEMORY.move_to_end(key)
-        while len(_MEMORY) > _CAPACITY:
-            _MEMORY.popitem(last=False)
+    entry = _Entry(key, teachers)
+    if entry.nbytes <= _MAX_BYTES:
+        with _LOCK:
+            _MEMORY[key] = entry
+            _MEMORY.move_to_end(key)
+            while len(_MEMORY) > _CAPACITY or (
+                sum(e.nbytes for e in _MEMORY.values()) > _MAX_BYTES
+            ):
+                _MEMORY.popitem(last=False)
     return list(teachers)
 
 
