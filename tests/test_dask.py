@@ -52,7 +52,7 @@ class _TaskPayloads(SchedulerPlugin):
         self.payloads = {}
 
     def transition(self, key, start, finish, *args, **kwargs):
-        if finish != "processing" or "_fit_teacher_batch" not in str(key):
+        if finish != "processing" or "_fit_in_this_process" not in str(key):
             return
         task = self.scheduler.tasks.get(key)
         if task is not None:
@@ -67,7 +67,7 @@ class _TaskResults(SchedulerPlugin):
         self.results = {}
 
     def transition(self, key, start, finish, *args, **kwargs):
-        if finish != "memory" or "_votes_of_block" not in str(key):
+        if finish != "memory" or "_ask_block" not in str(key):
             return
         task = self.scheduler.tasks.get(key)
         if task is not None:

@@ -335,3 +335,27 @@ def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
             chunked = SubsampleAggregateClassifier(**params, n_jobs=2).fit(X, y)
             np.testing.assert_array_equal(chunked._vote_counts(X), counts)
             np.testing.assert_array_equal(chunked.predict(X), answers)
+
+
+class BackendAtFit(RowRecorder):
+    """Records joblib's active backend at fit (a forest's trees would use it)."""
+
+    seen: list = []
+
+    def fit(self, X, y):
+        from joblib.parallel import get_active_backend
+
+        type(self).seen.append(type(get_active_backend()[0]).__name__)
+        return super().fit(X, y)
+
+
+def test_teachers_own_parallelism_stays_in_the_batch():
+    X, y = _data()
+    BackendAtFit.seen = []
+    with joblib.parallel_config(backend="threading"):
+        _fit(BackendAtFit(), X, y, n_jobs=2)
+    assert BackendAtFit.seen == ["SequentialBackend"] * 8
+    BackendAtFit.seen = []
+    with joblib.parallel_config(backend="threading"):
+        _fit(BackendAtFit(), X, y, n_jobs=None)  # one process: left as it is
+    assert "SequentialBackend" not in BackendAtFit.seen

@@ -442,3 +442,25 @@ def test_no_warning_from_parallel_paths(always_parallel):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         count_teacher_votes(teachers, X, 3, n_jobs=2)
+
+
+class BackendRecorder(TieTeacher):
+    """Records joblib's active backend when asked (a forest would use it)."""
+
+    seen: list = []
+
+    def predict(self, X):
+        from joblib.parallel import get_active_backend
+
+        type(self).seen.append(type(get_active_backend()[0]).__name__)
+        return super().predict(X)
+
+
+def test_teachers_own_parallelism_stays_in_the_task(always_parallel):
+    # Inside a block task a teacher's own joblib calls run sequentially (on a
+    # Dask worker the nested backend would send each tree to the scheduler).
+    BackendRecorder.seen = []
+    teachers = [BackendRecorder(i).fit(None, None) for i in range(6)]
+    count_teacher_votes(teachers, np.zeros((5, 1)), 2, n_jobs=2)
+    # The first teacher is asked here (timed), the other five in tasks.
+    assert BackendRecorder.seen[1:] == ["SequentialBackend"] * 5, BackendRecorder.seen

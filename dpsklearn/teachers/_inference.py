@@ -40,7 +40,7 @@ import time
 import weakref
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from joblib.parallel import get_active_backend
 from sklearn import config_context
 from sklearn.utils.parallel import Parallel, delayed
@@ -130,6 +130,19 @@ def _probabilities_of_block(teachers, X, n_classes):
 
 
 # -- where the tasks run -----------------------------------------------------------
+
+
+def _ask_block(function, block, X, *args):
+    """Run one task with the teachers' own joblib calls kept in this process.
+
+    The blocks are the parallelism: a teacher's internal ``Parallel`` (a
+    forest's trees) would otherwise go to the nested backend, which on a Dask
+    worker sends every tree back through the scheduler (measured 6 times
+    slower than one process).
+    """
+    with parallel_config(backend="sequential"):
+        return function(block, X, *args)
+
 
 _SCATTER_LOCK = threading.Lock()
 _SCATTERED = []  # [(client ref, teacher refs, bounds, futures)], newest last
@@ -226,7 +239,9 @@ def _evaluate(function, teachers, X, args, *, n_jobs, verbose, desc):
         else:
             blocks = [rest[a:b] for a, b in bounds]
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-        outputs = parallel(delayed(function)(block, X, *args) for block in blocks)
+        outputs = parallel(
+            delayed(_ask_block)(function, block, X, *args) for block in blocks
+        )
         for (a, b), output in zip(bounds, outputs, strict=True):
             results.append(output)
             progress.update(b - a)

@@ -25,7 +25,7 @@ batches and their progress is reported as batches finish.
 from __future__ import annotations
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
@@ -112,6 +112,17 @@ def _set_random_states(estimator, seed):
     return estimator
 
 
+def _fit_in_this_process(*args):
+    """A batch run as a parallel task: the teachers' own joblib calls stay here.
+
+    The batches are the parallelism; a teacher's internal ``Parallel`` (a
+    forest's trees) would otherwise go to the nested backend, which on a
+    Dask worker sends every tree back through the scheduler.
+    """
+    with parallel_config(backend="sequential"):
+        return _fit_teacher_batch(*args)
+
+
 def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes):
     teachers = []
     validated = False  # has a teacher of this batch validated the parameters?
@@ -163,6 +174,7 @@ def fit_teachers(
     """
     n_teachers = len(shards)
     n_tasks = effective_n_jobs(n_jobs)
+    task = _fit_in_this_process if n_tasks > 1 else _fit_teacher_batch
     if verbose:
         n_tasks = max(n_tasks, _VERBOSE_BATCHES)
     n_tasks = max(1, min(n_tasks, n_teachers))
@@ -174,7 +186,7 @@ def fit_teachers(
         offsets = np.cumsum([0] + [len(shards[i]) for i in batch])
         local = [np.arange(offsets[j], offsets[j + 1]) for j in range(len(batch))]
         tasks.append(
-            delayed(_fit_teacher_batch)(
+            delayed(task)(
                 estimator,
                 take_rows(X, rows),
                 y[rows],
