@@ -18,12 +18,24 @@ from __future__ import annotations
 import sys
 import time
 
-try:  # optional: pip install "dpsklearn[progress]"
-    from tqdm.auto import tqdm as _tqdm
-except ImportError:  # pragma: no cover - depends on the environment
-    _tqdm = None
-
 __all__ = ["Progress"]
+
+# tqdm's bar class, imported on first use (optional: pip install
+# "dpsklearn[progress]"); None when tqdm is not installed.
+_UNSET = object()
+_tqdm = _UNSET
+
+
+def _bar_class():
+    global _tqdm
+    if _tqdm is _UNSET:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - depends on the environment
+            tqdm = None
+        _tqdm = tqdm
+    return _tqdm
+
 
 # Seconds between two plain lines when no new tenth is reached.
 _PLAIN_INTERVAL = 5.0
@@ -97,10 +109,10 @@ class Progress:
         self._start = time.perf_counter()
         self._last_line = None
         self._last_tenth = 0
-        use_bar = _tqdm is not None if bar is None else bool(bar and _tqdm)
         self._bar = None
-        if self.verbose and use_bar:
-            self._bar = _tqdm(
+        bar_class = _bar_class() if self.verbose and bar is not False else None
+        if bar_class is not None:
+            self._bar = bar_class(
                 total=self.total,
                 desc=f"[dpsklearn] {desc}",
                 unit=f" {unit}",
