@@ -19,8 +19,12 @@ see the README's privacy contract. The package is laid out by role:
   configurations;
 * :mod:`dpsklearn.planning`, :mod:`dpsklearn.audit`,
   :mod:`dpsklearn.metrics`, :mod:`dpsklearn.datasets` -- tools around them.
+
+:func:`set_config`, :func:`get_config` and :func:`config_context` hold the
+package's settings (where fitted teachers are kept for reuse).
 """
 
+from ._config import config_context, get_config, set_config
 from .accounting import LedgerError, PrivacyAccountant, PrivacyEvent, PrivacyLedger
 from .ensemble import (
     KnowledgeTransferClassifier,
@@ -100,5 +104,8 @@ __all__ = [
     "SubsampleAggregateClassifier",
     "Thresholds",
     "__version__",
+    "config_context",
+    "get_config",
     "kernel_ridge_schedule",
+    "set_config",
 ]

@@ -26,6 +26,7 @@ from dpsklearn import (
     SparseVector,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.teachers import clear_teacher_cache
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -105,6 +106,7 @@ def test_fitted_object_keeps_no_teacher(data):
     before = kt.predict_proba(X_test)
     del teacher
     kt.set_params(teacher=None)
+    clear_teacher_cache()  # the teacher cache (not kt) may still hold them
     gc.collect()
     assert len(_TrackedTeacher.refs) == 21
     assert all(ref() is None for ref in _TrackedTeacher.refs)  # all collected

@@ -17,6 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
+import dpsklearn
 import dpsklearn.teachers._inference as inference
 from dpsklearn import SparseVector, SubsampleAggregateClassifier
 from dpsklearn.mechanisms import vote_counts
@@ -308,7 +309,7 @@ def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
     X, y = _data(n=200)
     params = dict(
         # A tree, not a linear model: linear teachers may take a fused vote
-        # path that does not go through teacher_outputs.
+        # path that does not go through the teachers' own predict.
         estimator=DecisionTreeClassifier(max_depth=3),
         n_estimators=6,
         classes=[0, 1],
@@ -317,11 +318,41 @@ def test_estimator_votes_and_answers_unchanged_by_chunking(monkeypatch):
         mechanism=SparseVector(max_unstable=200),
         noise_random_state=0,
     )
-    model = SubsampleAggregateClassifier(**params).fit(X, y)
-    counts = model._vote_counts(X)
-    answers = model.predict(X)
+    with dpsklearn.config_context(teacher_cache=None):  # every vote is counted
+        model = SubsampleAggregateClassifier(**params).fit(X, y)
+        counts = model._vote_counts(X)
+        answers = model.predict(X)
 
-    monkeypatch.setattr(inference, "_MAX_BLOCK_ENTRIES", 13)  # 2 rows per chunk
-    chunked_model = SubsampleAggregateClassifier(**params).fit(X, y)
-    np.testing.assert_array_equal(chunked_model._vote_counts(X), counts)
-    np.testing.assert_array_equal(chunked_model.predict(X), answers)
+        # Teachers called on 2 rows at a time, predictions stacked 3 at a
+        # time, in blocks on two threads.
+        monkeypatch.setattr(inference, "_MAX_CALL_ROWS", 2)
+        monkeypatch.setattr(inference, "_VOTE_STACK_ENTRIES", 6)
+        monkeypatch.setattr(inference, "_PARALLEL_SECONDS", 0.0)
+        with joblib.parallel_config(backend="threading"):
+            chunked = SubsampleAggregateClassifier(**params, n_jobs=2).fit(X, y)
+            np.testing.assert_array_equal(chunked._vote_counts(X), counts)
+            np.testing.assert_array_equal(chunked.predict(X), answers)
+
+
+class BackendAtFit(RowRecorder):
+    """Records joblib's active backend at fit (a forest's trees would use it)."""
+
+    seen: list = []
+
+    def fit(self, X, y):
+        from joblib.parallel import get_active_backend
+
+        type(self).seen.append(type(get_active_backend()[0]).__name__)
+        return super().fit(X, y)
+
+
+def test_teachers_own_parallelism_stays_in_the_batch():
+    X, y = _data()
+    BackendAtFit.seen = []
+    with joblib.parallel_config(backend="threading"):
+        _fit(BackendAtFit(), X, y, n_jobs=2)
+    assert BackendAtFit.seen == ["SequentialBackend"] * 8
+    BackendAtFit.seen = []
+    with joblib.parallel_config(backend="threading"):
+        _fit(BackendAtFit(), X, y, n_jobs=None)  # one process: left as it is
+    assert "SequentialBackend" not in BackendAtFit.seen

@@ -46,6 +46,8 @@ BLOCK_PAIRS = 100
 # Window half-width in standard deviations of the total loss (Azuma: the
 # loss leaves it with probability below e^-98); beyond it only upper bounds.
 _SPAN_SD = 14.0
+#: The largest per-release epsilon the game is played at (floating point).
+_LARGEST_STEP = 20.0
 
 
 def _chord(values, x, h, points):
@@ -104,6 +106,11 @@ def alternating_delta(
     rounds, grid = int(rounds), int(grid)
     if rounds * (eps_pure + eps_br) <= epsilon:
         return 0.0
+    if max(eps_pure, eps_br) > _LARGEST_STEP:
+        # Beyond the lattice's floating point (e^-x over/underflows): no
+        # certificate from the game; 1 bounds any delta, so a caller keeps its
+        # other routes.
+        return 1.0
     if rounds > DIRECT_PAIRS:
         # In blocks: each block's whole profile from one game, composed as
         # the product of one dominating pair (as for bounded-range releases,

@@ -211,6 +211,8 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             X,
             len(self.classes_),
             getattr(self, "_fused_ensemble_", None),
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
         )
 
     def score(self, X, y, sample_weight=None):

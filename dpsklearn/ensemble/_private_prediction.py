@@ -416,7 +416,10 @@ class PrivatePredictionClassifier(
         """Mean over teachers of each teacher's clipped, renormalised row."""
         n_classes = len(self.classes_)
         mean = np.empty((X.shape[0], n_classes))
-        for rows, proba in teacher_class_probabilities(self.estimators_, X, n_classes):
+        outputs = teacher_class_probabilities(
+            self.estimators_, X, n_classes, n_jobs=self.n_jobs
+        )
+        for rows, proba in outputs:
             proba = np.clip(proba, 0.0, 1.0)
             total = proba.sum(axis=2, keepdims=True)
             # A row that clips to all zeros carries no vote: uniform.

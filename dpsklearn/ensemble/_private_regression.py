@@ -313,7 +313,8 @@ default="adaptive_range"
         """The mean of the teachers' predictions, each clipped to the range first."""
         lo, hi = self.target_range_
         total = np.zeros(X.shape[0])
-        for chunk, predictions in teacher_outputs(self.estimators_, X, "predict"):
+        outputs = teacher_outputs(self.estimators_, X, "predict", n_jobs=self.n_jobs)
+        for chunk, predictions in outputs:
             predictions = predictions.reshape(predictions.shape[0], -1)
             total[chunk] = np.clip(predictions, lo, hi).sum(axis=0)
         return total / len(self.estimators_)

@@ -305,11 +305,14 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         lo, hi = target_range
         soft = np.empty((len(self.estimators_), X.shape[0]))
         if method == "predict_proba":
-            outputs = teacher_outputs(self.estimators_, X, method, width=2)
+            outputs = teacher_outputs(
+                self.estimators_, X, method, width=2, n_jobs=self.n_jobs
+            )
             for rows, proba in outputs:
                 soft[:, rows] = proba[:, :, 1]
         else:
-            for rows, predictions in teacher_outputs(self.estimators_, X, method):
+            outputs = teacher_outputs(self.estimators_, X, method, n_jobs=self.n_jobs)
+            for rows, predictions in outputs:
                 predictions = predictions.reshape(predictions.shape[0], -1)
                 soft[:, rows] = (predictions - lo) / (hi - lo)
         return np.clip(soft, 0.0, 1.0)  # clip before binning

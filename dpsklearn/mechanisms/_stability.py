@@ -66,6 +66,16 @@ class _TestEngine(Engine):
     """The serving state shared by both tests: a sparse vector engine."""
 
     @property
+    def chunk_invariant(self):
+        """Whether answering a batch in consecutive chunks releases the same.
+
+        True: the test's noise is addressed by query index and the noisy-max
+        fallback draws one Gumbel variate per entry, in order. The noisy-mean
+        fallback draws its noise per call, so chunks would change it.
+        """
+        return self.mechanism.fallback != "noisy_mean"
+
+    @property
     def halted(self):
         return self.test.halted
 

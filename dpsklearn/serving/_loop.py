@@ -7,7 +7,11 @@
 2. **budget**: how many rows the cap in query units still affords;
 3. **answer**: the distinct new rows go to the mechanism's engine (rows
    already released come from the release cache, free); the engine may
-   halt part-way;
+   halt part-way. An engine whose answers do not depend on how a batch is
+   cut (``chunk_invariant``: the sparse vector tests, whose noise is
+   addressed by query index) gets the batch in growing chunks, and the
+   statistic (the teachers' votes) is computed chunk by chunk, so rows
+   after a halt cost nothing (:func:`_chunks`);
 4. **counters**: units spent, rows released, answered, abstained;
 5. **verbose**: one line of public counters;
 6. **pad or raise**: when fewer rows were answered than asked, pad with
@@ -21,11 +25,66 @@ drawn in ``docs/architecture.rst``.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
+from .._progress import Progress
 from ..exceptions import BudgetExhaustedError
 
 __all__ = ["serve"]
+
+# Rows of the first chunk given to a chunk-invariant engine. Chunks then at
+# least double, and grow further until a chunk's fixed cost (calling every
+# teacher once) is at most _FIXED_SHARE of its time, so a model that never
+# halts calls its teachers O(log(rows)) times, and one that halts after h
+# rows has computed the statistic of fewer than max(3 h, _FIRST_CHUNK) rows
+# when chunks only double (a tail joins the last chunk; more rows when the
+# fixed cost asks for larger chunks).
+_FIRST_CHUNK = 256
+_FIXED_SHARE = 0.05
+# Seconds of answering before its progress is shown.
+_PROGRESS_DELAY = 2.0
+
+
+def _chunks(n_rows, timings):
+    """Yield ``(start, stop)`` of consecutive chunks of ``n_rows`` rows.
+
+    ``timings`` is a list the caller appends ``(rows, seconds)`` to after each
+    chunk; the next chunk's size reads it. Chunks at least double; with two
+    chunks timed, the time of a chunk is fitted as ``fixed + per_row * rows``
+    and the next chunk is large enough that ``fixed`` is at most
+    ``_FIXED_SHARE`` of it; a tail shorter than the chunk before it joins
+    that chunk. Timing only sizes the chunks; for a chunk-invariant engine
+    it never changes an answer.
+
+    Examples
+    --------
+    >>> from dpsklearn.serving._loop import _chunks
+    >>> timings = []
+    >>> sizes = []
+    >>> for start, stop in _chunks(3000, timings):
+    ...     sizes.append(stop - start)
+    ...     timings.append((stop - start, 1e-3 * (stop - start)))  # no fixed cost
+    >>> sizes
+    [256, 512, 1024, 1208]
+    """
+    start, size = 0, min(_FIRST_CHUNK, n_rows)
+    while start < n_rows:
+        stop = min(n_rows, start + size)
+        if n_rows - stop < size:  # a short tail would cost a call of its own
+            stop = n_rows
+        yield start, stop
+        start = stop
+        size = 2 * size
+        if len(timings) >= 2:
+            (rows_a, seconds_a), (rows_b, seconds_b) = timings[-2:]
+            if rows_b != rows_a:
+                per_row = (seconds_b - seconds_a) / (rows_b - rows_a)
+                fixed = seconds_b - per_row * rows_b
+                if per_row > 0 and fixed > 0:
+                    needed = fixed * (1 - _FIXED_SHARE) / (_FIXED_SHARE * per_row)
+                    size = max(size, int(np.ceil(needed)))
 
 
 def _empty(fields):
@@ -75,19 +134,43 @@ def serve(state, method, n_rows, statistic, finish, *, fields, keys=None):
     cost = state.costs.get(method, 1)
     cache = state.caches.get(method)
 
+    def answer(rows):
+        release = state.engine.answer(method, statistic(rows))
+        n_done = int(release.n_done)
+        values = {name: np.asarray(v)[:n_done] for name, v in release.values.items()}
+        abstained = values.get("abstained")
+        n_abstained = 0 if abstained is None else int(np.count_nonzero(abstained))
+        state.record(n_done, n_abstained)
+        return values, n_done
+
     def compute(rows):
         engine = state.engine
         if engine.halted:  # it answers nothing more
             return _empty(fields), 0
-        release = engine.answer(method, statistic(rows))
-        abstained = release.values.get("abstained")
-        n_abstained = (
-            0
-            if abstained is None
-            else int(np.count_nonzero(abstained[: release.n_done]))
-        )
-        state.record(release.n_done, n_abstained)
-        return release.values, release.n_done
+        if not getattr(engine, "chunk_invariant", False) or len(rows) <= _FIRST_CHUNK:
+            return answer(rows)
+        # Chunk by chunk: the statistic of rows after a halt is never computed.
+        parts, n_done, timings = [], 0, []
+        with Progress(
+            len(rows),
+            desc=f"{state.label or 'model'} {method}",
+            unit="row",
+            verbose=state.verbose,
+            delay=_PROGRESS_DELAY,
+        ) as progress:
+            for start, stop in _chunks(len(rows), timings):
+                began = time.perf_counter()
+                values, n_chunk = answer(rows[start:stop])
+                timings.append((stop - start, time.perf_counter() - began))
+                parts.append(values)
+                n_done += n_chunk
+                progress.update(n_chunk)
+                if n_chunk < stop - start or engine.halted:
+                    break
+        values = {
+            name: np.concatenate([part[name] for part in parts]) for name in parts[0]
+        }
+        return values, n_done
 
     with state.serving():
         affordable = state.affordable(n_rows, cost)

@@ -2,7 +2,10 @@
 
 The estimators of :mod:`dpsklearn.ensemble` (and the shards of
 :mod:`dpsklearn.kernel_ridge`) call these; what they release about the
-teachers is their mechanism's business, never this module's.
+teachers is their mechanism's business, never this module's. A fit whose
+teachers were already fitted (same rows, base estimator, number of teachers
+and integer ``random_state``: only privacy parameters differ) reuses them
+(:mod:`dpsklearn.teachers._cache`).
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
-from ..mechanisms import vote_counts
+from ._cache import cached_derived, cached_fit, cached_statistic, ensemble_key
 from ._fused import FusedLinearEnsemble, _fuse
-from ._inference import teacher_outputs
+from ._inference import count_teacher_votes
 from ._sharding import fit_teachers, partition_indices, teacher_seeds
 
 __all__ = ["count_votes", "fit_teacher_ensemble", "fuse_teachers"]
@@ -34,7 +37,10 @@ def fit_teacher_ensemble(
 
     The partition and every teacher's seed come from ``random_state``
     (``docs/design.rst``, "Shards and teachers"), never from the mechanism
-    noise.
+    noise. With an integer ``random_state`` the teachers are looked up
+    first in the teacher cache (``dpsklearn.set_config(teacher_cache=...)``):
+    a fit on the same rows with the same base estimator, number of teachers
+    and classes gets the very teachers a fresh fit would give.
 
     Parameters
     ----------
@@ -55,19 +61,24 @@ def fit_teacher_ensemble(
     -------
     teachers : list of fitted estimators, in shard order
     """
-    rng = check_random_state(random_state)
-    shards = partition_indices(X.shape[0], n_estimators, rng)
-    seeds = teacher_seeds(rng, n_estimators)
-    return fit_teachers(
-        clone(estimator),
-        X,
-        y,
-        shards,
-        seeds,
-        n_classes=n_classes,
-        n_jobs=n_jobs,
-        verbose=verbose,
-    )
+
+    def fit():
+        rng = check_random_state(random_state)
+        shards = partition_indices(X.shape[0], n_estimators, rng)
+        seeds = teacher_seeds(rng, n_estimators)
+        return fit_teachers(
+            clone(estimator),
+            X,
+            y,
+            shards,
+            seeds,
+            n_classes=n_classes,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
+
+    key = ensemble_key(estimator, X, y, n_estimators, random_state, n_classes)
+    return cached_fit(key, fit)
 
 
 def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
@@ -84,7 +95,9 @@ def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
     """
     if mode is False:
         return None
-    fused, reason = _fuse(teachers, n_classes)
+    fused, reason = cached_derived(
+        teachers, ("fused", int(n_classes)), lambda: _fuse(teachers, n_classes)
+    )
     if fused is None and mode is True:
         raise ValueError(
             "fused=True needs every teacher to be a linear classifier or a "
@@ -100,16 +113,37 @@ def count_votes(
     X,
     n_classes: int,
     fused: FusedLinearEnsemble | None = None,
+    *,
+    n_jobs: int | None = None,
+    verbose: int = 0,
 ) -> np.ndarray:
     """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X``.
 
     Teachers vote with class indices into the global classes. Through
-    ``fused`` when given (identical votes), otherwise one teacher at a time
-    on query chunks.
+    ``fused`` when given (identical votes), otherwise in parallel over
+    blocks of teachers (:func:`~dpsklearn.teachers.count_teacher_votes`).
+    Teachers held by the teacher cache keep the counts of the batches they
+    were asked (a search asks every epsilon the same rows).
+
+    Parameters
+    ----------
+    teachers : list of fitted classifiers
+    X : validated query rows
+    n_classes : int
+    fused : FusedLinearEnsemble, optional
+    n_jobs : int, default=None
+    verbose : int, default=0
+
+    Returns
+    -------
+    counts : int64 ndarray of shape (n_queries, n_classes)
     """
-    if fused is not None:
-        return fused.vote_counts(X, teachers)
-    counts = np.empty((X.shape[0], n_classes), dtype=np.int64)
-    for rows, predictions in teacher_outputs(teachers, X, "predict"):
-        counts[rows] = vote_counts(predictions.astype(np.int64), n_classes)
-    return counts
+
+    def compute():
+        if fused is not None:
+            return fused.vote_counts(X, teachers)
+        return count_teacher_votes(
+            teachers, X, n_classes, n_jobs=n_jobs, verbose=verbose
+        )
+
+    return cached_statistic(teachers, X, ("votes", int(n_classes)), compute)

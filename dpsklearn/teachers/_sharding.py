@@ -11,15 +11,26 @@ cluster. Every teacher gets its own integer seed from one
 ``n_jobs`` or on the backend (``docs/design.rst``, "Shards and teachers").
 Rows are taken by :func:`~dpsklearn._validation.take_rows`, so the teachers
 see ``X`` in the form the user gave it (a DataFrame's shard is a DataFrame).
+
+Within a batch, the first teacher's ``fit`` validates the parameters (every
+teacher of the ensemble has the same parameters but its integer seed) and
+the others skip scikit-learn's parameter validation; every teacher skips
+the finiteness check of its rows, which the estimator made once for all
+(``sklearn.config_context(skip_parameter_validation=True,
+assume_finite=True)``, public settings since scikit-learn 1.3). With
+``verbose``, the teachers are cut into at least :data:`_VERBOSE_BATCHES`
+batches and their progress is reported as batches finish.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
 
+from .._progress import Progress
 from .._validation import n_rows, take_rows
 
 __all__ = [
@@ -28,6 +39,10 @@ __all__ = [
     "partition_indices",
     "teacher_seeds",
 ]
+
+# With verbose, at least this many batches: a report at every tenth (and
+# more than one batch per worker, so that no worker idles at the end).
+_VERBOSE_BATCHES = 20
 
 
 def partition_indices(n_samples: int, n_shards: int, rng) -> list:
@@ -97,8 +112,20 @@ def _set_random_states(estimator, seed):
     return estimator
 
 
+def _fit_in_this_process(*args):
+    """A batch run as a parallel task: the teachers' own joblib calls stay here.
+
+    The batches are the parallelism; a teacher's internal ``Parallel`` (a
+    forest's trees) would otherwise go to the nested backend, which on a
+    Dask worker sends every tree back through the scheduler.
+    """
+    with parallel_config(backend="sequential"):
+        return _fit_teacher_batch(*args)
+
+
 def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes):
     teachers = []
+    validated = False  # has a teacher of this batch validated the parameters?
     for shard, seed in zip(local_shards, seeds, strict=True):
         y_shard = y_rows[shard]
         if n_classes is not None:
@@ -107,7 +134,9 @@ def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes
                 teachers.append(ConstantTeacher(present[0], n_classes))
                 continue
         teacher = _set_random_states(clone(estimator), seed)
-        teacher.fit(take_rows(X_rows, shard), y_shard)
+        with config_context(assume_finite=True, skip_parameter_validation=validated):
+            teacher.fit(take_rows(X_rows, shard), y_shard)
+        validated = True
         teachers.append(teacher)
     return teachers
 
@@ -132,14 +161,23 @@ def fit_teachers(
     n_classes : int or None
         Set for classifiers: a single-class shard yields a
         :class:`ConstantTeacher`. ``None`` for regressors.
-    n_jobs, verbose : joblib parameters.
+    n_jobs : int, default=None
+        joblib's ``n_jobs`` (a Dask cluster under ``parallel_config``).
+    verbose : int, default=0
+        Report the teachers fitted, the time elapsed and an estimate of the
+        rest (:class:`~dpsklearn._progress.Progress`); joblib's own lines
+        above 1.
 
     Returns
     -------
     teachers : list, in shard order
     """
     n_teachers = len(shards)
-    n_tasks = max(1, min(effective_n_jobs(n_jobs), n_teachers))
+    n_tasks = effective_n_jobs(n_jobs)
+    task = _fit_in_this_process if n_tasks > 1 else _fit_teacher_batch
+    if verbose:
+        n_tasks = max(n_tasks, _VERBOSE_BATCHES)
+    n_tasks = max(1, min(n_tasks, n_teachers))
     batches = np.array_split(np.arange(n_teachers), n_tasks)
     tasks = []
     for batch in batches:
@@ -148,7 +186,7 @@ def fit_teachers(
         offsets = np.cumsum([0] + [len(shards[i]) for i in batch])
         local = [np.arange(offsets[j], offsets[j + 1]) for j in range(len(batch))]
         tasks.append(
-            delayed(_fit_teacher_batch)(
+            delayed(task)(
                 estimator,
                 take_rows(X, rows),
                 y[rows],
@@ -157,5 +195,15 @@ def fit_teachers(
                 n_classes,
             )
         )
-    results = Parallel(n_jobs=n_jobs, verbose=verbose)(tasks)
-    return [teacher for batch in results for teacher in batch]
+    # joblib's own lines only above verbose=1; the progress report says more.
+    parallel = Parallel(
+        n_jobs=n_jobs, verbose=max(0, int(verbose) - 1), return_as="generator"
+    )
+    teachers = []
+    with Progress(
+        n_teachers, desc="fitting teachers", unit="teacher", verbose=verbose
+    ) as progress:
+        for batch in parallel(tasks):
+            teachers.extend(batch)
+            progress.update(len(batch))
+    return teachers
