@@ -338,6 +338,7 @@ default="auto"
                 n_teachers=n_estimators,
                 max_queries=self.max_queries,
             )
+            self._warn_if_public_answers_cannot_pass(options, mechanism, n_estimators)
             max_queries = self.max_queries
         else:
             mechanism, options, n_estimators = self._stability_test(
@@ -500,6 +501,29 @@ default="auto"
             "dpsklearn.planning.plan_stability_test, or use "
             "mechanism=ConfidentGNMax(), PrivatePredictionClassifier or "
             "KnowledgeTransferClassifier.",
+            UserWarning,
+            stacklevel=6,
+        )
+
+    def _warn_if_public_answers_cannot_pass(self, options, mechanism, n_estimators):
+        # A unanimous vote for the public answer (k votes) is the best score;
+        # when even it rarely clears the public threshold, the test fails on
+        # almost every query (public numbers only: k, the threshold, noise).
+        calibration = mechanism.calibration
+        unanimous = calibration.pass_probability(n_estimators)
+        if unanimous >= 0.5:
+            return
+        outcome = (
+            "will answer nothing: every query is abstained on"
+            if options.fallback == "abstain" and unanimous < _NOTHING_PASSES
+            else "fails almost every test"
+        )
+        warnings.warn(
+            f"PublicPrior with k={n_estimators} teachers at epsilon={self.epsilon} "
+            f"{outcome}: even all {n_estimators} teachers agreeing with the public "
+            f"answer pass its threshold ({calibration.threshold:.0f} votes plus "
+            f"noise) with probability {unanimous:.2g}. Use more teachers, a "
+            "larger epsilon, a smaller max_unstable or a larger disagreement.",
             UserWarning,
             stacklevel=6,
         )
