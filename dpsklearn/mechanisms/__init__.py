@@ -41,10 +41,13 @@ them. The mathematics of each is in ``docs/design.rst``.
 
 The user-facing options of each mechanism are parameter objects
 (:class:`SparseVector`, :class:`ConfidentGNMax`, :class:`Exponential`,
-:class:`GNMax`, :class:`ClippedMean`, :class:`SoftLabelHistogram`,
-:class:`OutputPerturbation`, :class:`RepeatAndSelect`,
-:class:`PublicPrior`): an estimator calibrates them into the classes above
-at ``fit``.
+:class:`GNMax`, :class:`SoftLabelHistogram` in ``_options_votes.py``;
+:class:`ClippedMean`, :class:`AdaptiveRange`, :class:`OutputPerturbation`,
+:class:`SufficientStatistics` in ``_options_values.py``;
+:class:`RepeatAndSelect` in ``_options_selection.py``; :class:`PublicPrior`
+in ``_public_prior.py``; their base :class:`MechanismOptions` in
+``_options.py``): an estimator calibrates them into the classes above at
+``fit``.
 """
 
 from ._adaptive_range import (
@@ -87,19 +90,20 @@ from ._kernel_ridge import (
     kernel_ridge_weight_release,
     weight_sensitivity,
 )
-from ._options import (
+from ._options import MechanismOptions, resolve_mechanism
+from ._options_selection import RepeatAndSelect
+from ._options_values import (
     AdaptiveRange,
     ClippedMean,
+    OutputPerturbation,
+    SufficientStatistics,
+)
+from ._options_votes import (
     ConfidentGNMax,
     Exponential,
     GNMax,
-    MechanismOptions,
-    OutputPerturbation,
-    RepeatAndSelect,
     SoftLabelHistogram,
     SparseVector,
-    SufficientStatistics,
-    resolve_mechanism,
     soft_label_bins,
 )
 from ._per_query import GridLaplaceRelease, SoftMajority
