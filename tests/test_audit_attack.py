@@ -70,6 +70,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from test_audit_stability_routes import _first_fail_exact
 
 from dpsklearn import (
+    ClippedMean,
     ConfidentGNMax,
     DecisionStumps,
     ExponentialMechanismERM,
@@ -174,6 +175,7 @@ ESTIMATORS = {
         epsilon=epsilon,
         max_queries=1,
         target_range=(0.0, 1.0),
+        mechanism=ClippedMean(noise="laplace"),  # the clipped mean with grid Laplace
         random_state=seed,
     ),
     "soft_label": lambda epsilon, seed: SoftLabelPrivateRegressor(
@@ -195,6 +197,7 @@ ESTIMATORS = {
         epsilon=epsilon,
         delta=0.0,
         max_queries=1,
+        mechanism=OutputPerturbation(),  # each prediction, Nie and Wang 2017
         random_state=seed,
     ),
     "kernel_ridge_model": lambda epsilon, seed: PrivateKernelRidge(
@@ -229,9 +232,11 @@ ESTIMATORS = {
             epsilon=epsilon,
             max_queries=1,
             target_range=(0.0, 1.0),
+            mechanism=ClippedMean(noise="laplace"),
             random_state=seed,
         ),
         DecisionTreeRegressor(),
+        query_strategy="sequential",
         random_state=seed,
     ),
     "erm": lambda epsilon, seed: ExponentialMechanismERM(

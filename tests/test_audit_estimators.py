@@ -68,6 +68,7 @@ from sklearn.kernel_ridge import KernelRidge
 from dpsklearn import (
     DecisionStumps,
     ExponentialMechanismERM,
+    OutputPerturbation,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
     PrivateStatisticalQueries,
@@ -750,8 +751,13 @@ def test_soft_label_audit(soft_model):
 KR_M = 1.0
 KR_X = np.arange(20, dtype=np.float64).reshape(-1, 1) * 10.0  # K(x_i, x_j) ~ 0
 KR_Y = np.where(np.random.default_rng(3).random(20) < 0.5, -KR_M, KR_M)
-KR_PARAMS = dict(
-    kernel="rbf", kernel_params={"gamma": 1.0}, alpha=1e-6, y_bound=KR_M, delta=0.0
+KR_PARAMS = dict(  # output perturbation of each prediction (Nie and Wang 2017)
+    kernel="rbf",
+    kernel_params={"gamma": 1.0},
+    alpha=1e-6,
+    y_bound=KR_M,
+    delta=0.0,
+    mechanism=OutputPerturbation(),
 )
 
 
@@ -775,6 +781,7 @@ def test_kernel_ridge_sensitivity_covers_the_empirical_change():
         alpha=alpha,
         y_bound=M,
         max_queries=1,
+        mechanism=OutputPerturbation(),
     ).fit(X, y)
     bound = 2 * (M / math.sqrt(alpha) + M) / (alpha * n)
     assert model.sensitivity_ == pytest.approx(bound)

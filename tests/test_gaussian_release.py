@@ -145,6 +145,7 @@ def test_regressor_records_gaussian_events_and_spends(data):
         epsilon=1.0,
         max_queries=300,
         target_range=(-100, 100),
+        mechanism=ClippedMean(noise="gaussian"),
         random_state=0,
     ).fit(X, y)
     mech = reg.privacy_mechanism_

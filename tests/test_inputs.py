@@ -34,6 +34,7 @@ from dpsklearn import (
     ExponentialMechanismERM,
     ExponentialMechanismERMRegressor,
     KnowledgeTransferClassifier,
+    OutputPerturbation,
     PrivacyAccountant,
     PrivateKernelRidge,
     PrivatePredictionClassifier,
@@ -496,6 +497,7 @@ SPARSE_CASES = {
             max_queries=200,
             kernel_params={"x_bound": 10.0},
             y_bound=3.0,
+            mechanism=OutputPerturbation(),  # the default needs dense X
             noise_random_state=0,
         ),
         _Y_REG,

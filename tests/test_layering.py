@@ -27,6 +27,8 @@ ROOT = pathlib.Path(dpsklearn.__file__).parent
 RANKS = {
     "exceptions": 0,
     "_param_validation": 0,
+    "_config": 0,
+    "_progress": 0,
     "baselines": 0,
     "datasets": 0,
     "_validation": 1,

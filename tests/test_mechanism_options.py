@@ -40,6 +40,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import dpsklearn
 from dpsklearn import (
+    AdaptiveRange,
     ClippedMean,
     ConfidentGNMax,
     Exponential,
@@ -57,6 +58,7 @@ from dpsklearn import (
     SoftLabelPrivateRegressor,
     SparseVector,
     SubsampleAggregateClassifier,
+    SufficientStatistics,
 )
 from dpsklearn.accounting import PureEvent
 from dpsklearn.mechanisms import MechanismOptions, StabilityTest, resolve_mechanism
@@ -75,6 +77,8 @@ OPTIONS = {
     ClippedMean: {"noise": "gaussian"},
     SoftLabelHistogram: {"gamma": 0.25, "max_unstable": 9, "fallback": "noisy_mean"},
     OutputPerturbation: {"release": "model", "n_components": 30, "n_shards": 2},
+    AdaptiveRange: {"range_share": 0.2, "aggregate": "median", "target_std": 0.5},
+    SufficientStatistics: {"n_components": 40, "shares": (0.3, 0.3, 0.4)},
     RepeatAndSelect: {"mean_runs": 3.0, "runs": "geometric", "tolerance": 1.0},
 }
 
@@ -268,7 +272,7 @@ ESTIMATORS = {
             random_state=0,
         ),
         (X, Y_REG),
-        ("clipped_mean",),
+        ("clipped_mean", "adaptive_range"),
         SoftLabelHistogram(),
     ),
     "soft label": (
@@ -288,7 +292,7 @@ ESTIMATORS = {
             y_bound=10.0, max_queries=100, mechanism=m, random_state=0
         ),
         (X, Y_REG),
-        ("output_perturbation",),
+        ("output_perturbation", "sufficient_statistics"),
         RepeatAndSelect(),
     ),
 }
@@ -571,7 +575,12 @@ EXHAUSTIBLE = {
         5.0,
     ),
     "kernel ridge": (
-        PrivateKernelRidge(y_bound=10.0, max_queries=5, random_state=0),
+        PrivateKernelRidge(
+            y_bound=10.0,
+            max_queries=5,
+            mechanism=OutputPerturbation(),  # answers per query (the default publishes)
+            random_state=0,
+        ),
         (X, Y_REG),
         0.0,
     ),

@@ -194,7 +194,12 @@ def test_shared_accountant_is_charged_before_anything_is_trained(data):
             {"teacher__n_estimators": [5]},
             "Renyi curve",
         ),
-        (PrivateKernelRidge(), {"alpha": [1.0]}, "publishable"),
+        # answers per query: not a published model
+        (
+            PrivateKernelRidge(mechanism=OutputPerturbation()),
+            {"alpha": [1.0]},
+            "publishable",
+        ),
         (LogisticRegression(), {"C": [1.0]}, "no epsilon parameter"),
     ],
 )

@@ -109,6 +109,8 @@ def _kernel_ridge(noise_random_state):
         epsilon=1000.0,
         delta=0.0,  # pure: basic composition
         max_queries=200,
+        # the per-query prediction release (the default publishes a model)
+        mechanism=OutputPerturbation(),
         noise_random_state=noise_random_state,
     ).fit(X, Y_REG)
 

@@ -119,7 +119,9 @@ def _cases():
             Y_REG,
         ),
         "kernel_ridge_predictions": (
-            lambda **p: PrivateKernelRidge(y_bound=300.0, max_queries=200, **p),
+            lambda **p: PrivateKernelRidge(
+                y_bound=300.0, max_queries=200, mechanism=OutputPerturbation(), **p
+            ),
             X_REG[:300],
             Y_REG[:300],
         ),
