@@ -18,6 +18,12 @@ session-scoped autouse fixture, :func:`single_thread_blas`, for every test:
   it, but joblib caps their BLAS/OpenMP threads itself at
   ``cpu_count() // n_jobs`` (1 per worker on 2 cores), so no per-module
   fixture is needed for them either.
+
+Quick and slow tests. ``pytest`` (the README's command) runs the quick
+tests; ``pytest -m slow`` runs the rest, and ``.ci/run`` runs both, so CI
+still runs every test. A test is slow when it carries ``@pytest.mark.slow``
+or is listed in :data:`SLOW_TESTS` below, one place that says why each is
+slow (they are correct and kept; they only cost seconds each).
 """
 
 import os
@@ -33,3 +39,99 @@ def single_thread_blas():
     """One BLAS/OpenMP thread in this process for the whole session."""
     with threadpool_limits(limits=1):
         yield
+
+
+#: Tests moved to ``pytest -m slow``, by test function (every parameter), with
+#: the reason each costs seconds. Statistical audits keep their quick siblings
+#: (a smaller audit of the same mechanism stays in the quick run).
+SLOW_TESTS = {
+    # statistical audits: 10^4-10^5 runs of a mechanism on neighbouring data
+    "test_audit.py": (
+        "test_bad_engine_releasing_noisy_score_is_caught",
+        "test_bad_engine_small_query_noise_is_caught",
+        "test_engine_worst_case",
+    ),
+    "test_audit_attack.py": (
+        "test_stability_abstain_quartered_noise_caught",
+        "test_stability_abstain_within_claim",
+    ),
+    "test_audit_attack_releases.py": ("test_erm_halved_sensitivity_caught",),
+    "test_audit_attack_votes.py": ("test_exponential_predict_without_half_caught",),
+    "test_audit_regression.py": (
+        "test_bad_gaussian_half_sigma_is_caught",
+        "test_gaussian_release_audit",
+    ),
+    "test_audit_regression_new.py": (
+        "test_range_audit",
+        "test_range_audit_catches_unweighted_counts",
+        "test_ssp_audit",
+        "test_ssp_audit_catches_halved_noise",
+    ),
+    "test_audit_selection.py": ("test_selection_matches_its_claim",),
+    "test_private_prediction.py": (
+        "test_exponential_mechanism_frequencies_chi_square",
+        "test_predict_proba_rows_are_probability_vectors",
+        "test_epsilon_per_query_hand_computed",
+        # GridSearchCV over epsilon on the Adult table: 15 fits
+        "test_grid_search_over_epsilon_on_adult",
+    ),
+    "test_public_prior.py": ("test_engine_matches_the_enumeration",),
+    "test_sparse_vector.py": ("test_engine_matches_sequential_reference",),
+    "test_stability_routes.py": (
+        "test_expected_answered_matches_a_simulation",
+        "test_max_unstable_auto_takes_the_planners_choice",
+        "test_optimal_composition_deltas_are_rounded_up",
+    ),
+    # processes and threads racing for one budget
+    "test_ledger.py": (
+        "test_four_processes_never_exceed_the_budget",
+        "test_sigkill_mid_stream_loses_no_spend",
+        "test_sixteen_threads_never_exceed_the_budget",
+    ),
+    "test_abstentions_and_copies.py": (
+        "test_grid_search_in_processes_with_a_ledger_charges_every_fit",
+        "test_grid_search_in_processes_with_a_shared_accountant_names_the_ledger",
+    ),
+    "test_dask.py": ("test_dask_fit_votes_identical_to_local_fit",),
+    "test_sharding.py": ("test_fit_teachers_identical_across_n_jobs_and_backends",),
+    "test_kernel_ridge_sharded.py": (
+        "test_parallel_fit_matches_sequential_and_sparse_input",
+    ),
+    # exact accounting at scale and randomised sweeps (hypothesis)
+    "test_bounded_range.py": (
+        "test_auto_takes_the_certified_game_at_any_size",
+        "test_blocks_against_the_direct_game_and_lower_bounds",
+    ),
+    "test_calibration.py": (
+        "test_calibration_invariants_random",
+        "test_per_query_auto_is_best_and_zcdp_composes",
+    ),
+    "test_gaussian_release.py": ("test_m_gaussian_events_compose_to_the_budget",),
+    "test_planning.py": ("test_n_estimators_for_agreement_matches_brute_force",),
+    # grid searches and real tables: many fits each
+    "test_model_selection.py": (
+        "test_knowledge_transfer_search_publishes_only_the_student",
+        "test_shared_accountant_is_charged_before_anything_is_trained",
+    ),
+    "test_mechanism_options.py": (
+        "test_auto_takes_the_stability_test_on_a_table_big_enough",
+        "test_grid_search_over_mechanisms",
+        "test_private_grid_search_with_a_column_transformer_by_name",
+    ),
+    "test_teacher_cache.py": ("test_grid_search_over_epsilon_fits_each_fold_once",),
+    "test_inputs.py": ("test_pandas_categorical_columns",),
+    "test_degenerate_teachers.py": ("test_text_teachers_on_tiny_shards_are_named",),
+    "test_fused.py": ("test_memory_is_bounded_by_query_chunks",),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`SLOW_TESTS` slow (before ``-m`` selects)."""
+    listed = {(f, name) for f, names in SLOW_TESTS.items() for name in names}
+    found = set()
+    for item in items:
+        key = (item.path.name, getattr(item, "originalname", item.name))
+        if key in listed:
+            item.add_marker(pytest.mark.slow)
+            found.add(key)
