@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.pipeline import Pipeline
 
+from .._warn import warn_user
 from ..exceptions import AbstentionWarning
 
 __all__ = [
@@ -84,7 +84,7 @@ def predict_with_abstentions(estimator, X):
     return y_pred, np.zeros(y_pred.shape[0], dtype=bool)
 
 
-def warn_if_abstained(estimator, abstained, stacklevel=3):
+def warn_if_abstained(estimator, abstained):
     """Warn with :class:`~dpsklearn.AbstentionWarning` when rows were abstained on."""
     n_abstained = int(np.count_nonzero(abstained))
     if not n_abstained:
@@ -94,13 +94,12 @@ def warn_if_abstained(estimator, abstained, stacklevel=3):
         if is_classifier(estimator)
         else "answered with the fallback value; it enters the score as an answer"
     )
-    warnings.warn(
+    warn_user(
         f"{type(estimator).__name__}.score: the model abstained on {n_abstained} "
         f"of {len(abstained)} rows ({what}). Use "
         "dpsklearn.metrics.make_abstention_scorer() to see the answered fraction "
         "beside the score.",
         AbstentionWarning,
-        stacklevel=stacklevel,
     )
 
 
