@@ -54,7 +54,6 @@ from .._validation import (
     validate_params,
 )
 from ..accounting import (
-    alternating_delta,
     cks_epsilon,
     drv_epsilon_unchecked,
     kov_epsilon_unchecked,
@@ -65,6 +64,7 @@ from ..accounting import (
 )
 from ._sparse_vector_routes import (
     _FALLBACK_ZCDP,
+    alternating_certified,
     gaussian_route,
     laplace_route,
     rdp_route_epsilon,
@@ -424,10 +424,13 @@ def _delta_checked(cal):
         budget = cal.epsilon - cal.n_fallbacks * cal.fallback_epsilon
         return kov_log_delta(cal.per_instance, cal.cutoff, budget) <= log_target
     if cal.composition == "alternating":
-        game = alternating_delta(
-            cal.per_instance, cal.fallback_epsilon, cal.cutoff, cal.epsilon
+        return cal.n_fallbacks == cal.cutoff and alternating_certified(
+            cal.per_instance,
+            cal.fallback_epsilon,
+            cal.cutoff,
+            cal.epsilon,
+            cal.sparse_vector_delta,
         )
-        return cal.n_fallbacks == cal.cutoff and game <= cal.sparse_vector_delta
     if cal.composition == "joint":
         log_delta = two_kind_log_delta(
             cal.per_instance,
