@@ -201,8 +201,8 @@ def stability_tail_probability(lam, w):
 def stability_tail_bound(lam, w):
     """The first term alone: ``b^(floor(w)+1) (1+b) / (1+b+b^2)``, capped at 1.
 
-    Below ``exp(-w / (2 lam))``, the bound of Bassily, Thakkar and Thakurta
-    (2018), Lemma 3.7, that sets their ``w``.
+    Below ``exp(-w / (2 lam))``, the bound that sets the paper's ``w``
+    (Bassily, Thakkar and Thakurta 2018, proof of Theorem 3.6).
     """
     log_b = -1.0 / (2.0 * lam)
     b = math.exp(log_b)

@@ -87,8 +87,8 @@ def alternating_certified(eps0, fallback_epsilon, pairs, epsilon, delta):
     exponential-mechanism answer of ``fallback_epsilon`` (bounded range),
     composed by :func:`~dpsklearn.accounting.alternating_delta` to at most
     ``delta`` at ``epsilon``. False where the game leaves its floating point
-    (per-release epsilons of a few hundred overflow it; nearer 50 its delta
-    can be NaN), so that the caller keeps a composition that does certify.
+    (it overflows, or its delta is NaN, at budgets of a few hundred), so
+    that the caller keeps a composition that does certify.
 
     Examples
     --------
