@@ -587,3 +587,14 @@ def test_alternating_route_at_very_large_epsilon(epsilon):
     assert log_delta <= math.log(cal.sparse_vector_delta)
     assert 10 * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
     assert cal.threshold < stability_reference("pure", epsilon, 1e-5, 10).threshold
+
+
+def test_laplace_route_when_the_game_search_fails():
+    # At 300 pairs the game runs in blocks; near epsilon 700 its search for a
+    # larger eps0 meets a NaN delta (a ValueError in the accounting). The
+    # route keeps the two kinds' eps0 and asks the game to certify that.
+    cal = calibrate_sparse_vector(700.0, 1e-3, 300, n_fallbacks=300, fallback_share=0.2)
+    assert cal.name == "laplace" and cal.admissible
+    assert 300 * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+    paper = stability_reference("pure", 700.0, 1e-3, 300, noisy_max_share=0.2)
+    assert cal.threshold < paper.threshold

@@ -206,9 +206,15 @@ def laplace_route(
         # split (searching the split again moves w by 0.1 % and costs five
         # times the time), and the noise split again: a valid calibration.
         ratio = share / (1.0 - share)
-        game_eps0 = largest_alternating_scale(
-            epsilon, fraction * delta, cutoff, ratio, eps0
-        )
+        try:
+            game_eps0 = largest_alternating_scale(
+                epsilon, fraction * delta, cutoff, ratio, eps0
+            )
+        except (ValueError, OverflowError):
+            # The search left the game's floating point (a NaN delta in the
+            # blocks beyond 150 pairs, at budgets of a few hundred): keep the
+            # two kinds' eps0, which the game then does not have to certify.
+            game_eps0 = eps0
         log_target = math.log((delta - delta_sv) / cutoff)
         best = None
         for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
