@@ -13,10 +13,11 @@ The paper-structured sparse vector calibrations (``paper``, ``exact``,
 corrections of docs/corrections.rst) left the library in 0.2; their
 reference implementations are in ``tests/_reference.py``. The tests here pin
 their figures, check their guarantees independently, and show that the
-library's ``laplace`` calibration has a threshold at most theirs wherever
-they are admissible (so ``"auto"``, which takes the smallest ``w``, never
-chose them), with and without a paid fallback, for the classifier's test
-and for the soft-label double test.
+library's ``laplace`` calibration has a threshold at most theirs on grids of
+budgets up to epsilon 64 (200 without a fallback) wherever they are
+admissible (so ``"auto"``, which takes the smallest ``w``, never chose them
+there), with and without a paid fallback, for the classifier's test and
+for the soft-label double test.
 """
 
 import itertools

@@ -31,8 +31,8 @@ The calibrations with the structure of Bassily, Thakkar and Thakurta
 (2018), Algorithm 3 (``"paper"``, ``"exact"``, ``"pure"``: query noise twice
 the threshold noise, the instances composed on their own, the fallbacks paid
 apart by basic composition) were removed in 0.2: ``laplace``'s threshold is
-below theirs wherever they are admissible, so ``"auto"``, which takes the
-smallest, has no use for them. They are reference implementations in the
+below theirs at every budget checked up to epsilon 64, so ``"auto"``, which
+takes the smallest, has no use for them. They are reference implementations in the
 tests, which pin the corrections to the paper with them
 (``docs/corrections.rst``).
 """
@@ -90,8 +90,9 @@ class _CalibrationOption(StrOptions):
             raise InvalidParameterError(
                 f"calibration={value!r} was removed in 0.2: the calibrations with "
                 "the structure of Bassily, Thakkar and Thakurta (2018) ('paper', "
-                "'exact', 'pure') have a larger threshold than 'laplace' wherever "
-                "they are admissible, so calibration='auto' has no use for them. "
+                "'exact', 'pure') have a larger threshold than 'laplace' at every "
+                "budget checked up to epsilon 64, so calibration='auto' has no use "
+                "for them. "
                 "They live on as reference implementations in dpsklearn's tests "
                 "(tests/_reference.py), their history in docs/corrections.rst. "
                 "Use calibration='auto', 'laplace' or 'gaussian'."

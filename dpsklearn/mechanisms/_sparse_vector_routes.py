@@ -87,8 +87,8 @@ def alternating_certified(eps0, fallback_epsilon, pairs, epsilon, delta):
     exponential-mechanism answer of ``fallback_epsilon`` (bounded range),
     composed by :func:`~dpsklearn.accounting.alternating_delta` to at most
     ``delta`` at ``epsilon``. False where the game leaves its floating point
-    (it overflows, or its delta is NaN, at budgets of a few hundred), so
-    that the caller keeps a composition that does certify.
+    (it overflows, or meets a NaN, at budgets of a few hundred), so that the
+    caller keeps a composition that does certify.
 
     Examples
     --------
@@ -100,7 +100,7 @@ def alternating_certified(eps0, fallback_epsilon, pairs, epsilon, delta):
     """
     try:
         game = alternating_delta(eps0, fallback_epsilon, pairs, epsilon)
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: a NaN in the blocks
         return False
     return bool(game <= delta)  # False for a NaN
 
