@@ -36,9 +36,12 @@ from scipy import optimize
 from scipy.stats import binom
 
 from dpsklearn.accounting import (
+    alternating_delta,
     bounded_range_delta,
     bounded_range_max_epsilon0,
     kov_delta,
+    largest_alternating_scale,
+    largest_two_kind_scale,
     per_release_epsilon,
     zcdp_epsilon,
 )
@@ -507,3 +510,15 @@ def test_alternating_blocks_agree_with_the_direct_game():
         alternating.DIRECT_PAIRS = saved
     assert abs(blocks / full - 1) < 0.02
     assert blocks < math.exp(two_kind_log_delta(eps0, rounds, eps0, rounds, 1.0))
+
+
+def test_a_game_outside_floating_point_certifies_nothing():
+    # Per-release epsilons of 5 over 300 pairs overflow the game's e^-x: the
+    # result is the trivial bound 1 (callers keep their other routes), never
+    # a NaN that a search would read as "fits".
+    assert alternating_delta(5.0, 5.0, 300, 700.0) == 1.0
+    assert alternating_delta(0.01, 0.01, 300, 1.0) < 1e-3  # in range: certified
+    start = largest_two_kind_scale(700.0, 1e-3, 300, 300, 1.0)
+    scale = largest_alternating_scale(700.0, 1e-3, 300, 1.0, start)
+    assert scale >= start
+    assert alternating_delta(scale, scale, 300, 700.0) <= 1e-3

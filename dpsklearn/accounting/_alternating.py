@@ -120,11 +120,18 @@ def alternating_delta(
         r = math.ceil(rounds / BLOCK_PAIRS)
         k1 = math.ceil(rounds / r)
         h = eps_br / grid
-        x, values = _values(eps_pure, eps_br, k1, 0.0, grid, profile=True)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below
+            x, values = _values(eps_pure, eps_br, k1, 0.0, grid, profile=True)
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(values))):
+            return 1.0  # the game left floating point: no certificate
         units = -np.rint(x / h).astype(np.int64)[::-1]
-        return compose_profile(units, values[::-1], h, r, epsilon)
-    x, values = _values(eps_pure, eps_br, rounds, epsilon, grid, profile=False)
-    return float(values[int(np.argmin(np.abs(x)))])
+        delta = compose_profile(units, values[::-1], h, r, epsilon)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):  # checked below
+            x, values = _values(eps_pure, eps_br, rounds, epsilon, grid, profile=False)
+        delta = float(values[int(np.argmin(np.abs(x)))])
+    # A NaN (an overflow inside the game) certifies nothing: 1 bounds any delta.
+    return delta if math.isfinite(delta) else 1.0
 
 
 def _values(eps_pure, eps_br, rounds, epsilon, grid, *, profile):
@@ -194,6 +201,8 @@ def largest_alternating_scale(
     def excess(log_eps0):
         eps0 = math.exp(log_eps0)
         value = alternating_delta(eps0, ratio * eps0, rounds, epsilon, grid)
+        if not value >= 0:  # NaN: not certified, so it does not fit
+            return math.inf
         return (math.log(value) if value > 0 else -math.inf) - log_target
 
     # Per-release epsilons beyond about 50 are outside the game's floating
