@@ -422,6 +422,10 @@ def test_auto_takes_the_stability_test_on_a_table_big_enough():
     assert model.calibration_ == "laplace"
     assert model.threshold_ == expected.calibration.threshold
     assert not [w for w in caught if AUTO_WARNING in str(w.message)]
+    # The choice is said too, with the assumption it rests on.
+    said = [w for w in caught if "chose the sparse vector" in str(w.message)]
+    assert len(said) == 1
+    assert "assuming at most 5% of queries are unstable" in str(said[0].message)
 
 
 def test_auto_takes_confident_gnmax_on_a_small_table_with_one_warning():

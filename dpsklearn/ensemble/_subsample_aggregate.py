@@ -406,6 +406,22 @@ default="auto"
             self._resolve_n_estimators(n_samples)  # refuse an impossible k first
         plan = self._plan_stability(stability, n_samples, fixed_k)
         if plan.can_pass and plan.expected_answered >= _AUTO_STABILITY_SHARE:
+            # Said as plainly as the other choice: the plan rests on an
+            # assumption about the teachers that public numbers cannot check.
+            warn_user(
+                f"mechanism='auto' chose the sparse vector stability test: with "
+                f"{n_samples} training rows at epsilon={self.epsilon} it is "
+                f"expected to answer {plan.expected_answered:.0%} of "
+                f"{self._planned_queries()} queries (k={plan.n_estimators}, "
+                f"T={plan.max_unstable}), assuming at most "
+                f"{stability.unstable_fraction:.0%} of queries are unstable. If "
+                "the teachers disagree more often, the model halts early (after "
+                "about T divided by the unstable share) and abstains on the rest. "
+                "Alternatives: mechanism=ConfidentGNMax() (it never halts before "
+                "max_queries), SparseVector(max_unstable=...) with a larger T, or "
+                "PrivatePredictionClassifier (an answer to every query).",
+                UserWarning,
+            )
             return stability
         warn_user(
             f"mechanism='auto' chose ConfidentGNMax: with {n_samples} training "
