@@ -77,7 +77,12 @@ classes = train.target_names  # the public label set
 # rows (``max_queries=500``). The grid is public: the number of teachers,
 # few teachers on larger shards against many on smaller ones. The search
 # sets each candidate's ``teacher__epsilon``, ``teacher__delta`` and
-# accountant itself; leave them alone.
+# accountant itself; leave them alone. The student is a liblinear logistic
+# regression because the search fits it many times: once per run, and,
+# while it plans the per-candidate budget, on stand-in labels of the public
+# rows at every budget it tries (a check that the student can read
+# ``X_public``; it spends nothing). With the default ``lbfgs`` solver that
+# planning took several times longer.
 #
 # ``random_state`` fixes the shards and the search's split into training
 # and validation rows (public randomness). ``noise_random_state`` fixes the
