@@ -81,8 +81,8 @@ classes = train.target_names  # the public label set
 # regression because the search fits it many times: once per run, and,
 # while it plans the per-candidate budget, on stand-in labels of the public
 # rows at every budget it tries (a check that the student can read
-# ``X_public``; it spends nothing). With the default ``lbfgs`` solver that
-# planning took several times longer.
+# ``X_public``; it spends nothing). With the default ``lbfgs`` solver the
+# search took much longer.
 #
 # ``random_state`` fixes the shards and the search's split into training
 # and validation rows (public randomness). ``noise_random_state`` fixes the
