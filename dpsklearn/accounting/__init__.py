@@ -14,6 +14,7 @@
   zCDP, RDP or PLD composition (the last two through Google's
   ``dp_accounting``), and the one rule for budgets shared between fits.
 * :mod:`._split` -- one budget over ``m`` identical releases.
+* :mod:`._monotone` -- the integer search every calibration inverts with.
 * :mod:`._base`, :mod:`._accountant`, :mod:`._ledger` -- the accountant
   interface and its two implementations, in memory and in a database;
   :class:`BudgetStore`, the protocol serving talks to (model records and
@@ -66,6 +67,7 @@ from ._events import (
     dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
+from ._monotone import smallest_integer
 from ._optimal_composition import (
     largest_two_kind_scale,
     two_kind_epsilon,
@@ -117,6 +119,7 @@ __all__ = [
     "kov_max_epsilon0_unchecked",
     "largest_alternating_scale",
     "largest_certified",
+    "smallest_integer",
     "largest_rdp_rho",
     "largest_two_kind_scale",
     "max_events",

@@ -40,6 +40,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._param_validation import HasMethods, Interval, StrOptions
+from ..accounting import smallest_integer
 from ._base import Release
 from ._options import MechanismOptions
 from ._sparse_vector_tails import difference_tail
@@ -76,17 +77,7 @@ def agreement_margin(
         tail = difference_tail(margin + 1, query_scale, threshold_scale, noise)
         return tail <= disagreement
 
-    low, high = 0, 1
-    while not within(high):
-        low, high = high, 2 * high
-    # Invariant: ``within(high)``; every margin below ``low`` fails it.
-    while low < high:
-        middle = (low + high) // 2
-        if within(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return int(high)
+    return smallest_integer(within, low=0)  # the tail falls as the margin grows
 
 
 #: The score of a public answer that is no class: below any noisy threshold

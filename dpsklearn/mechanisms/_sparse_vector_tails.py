@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from ..accounting import smallest_integer
+
 __all__ = [
     "difference_log_tail",
     "difference_tail",
@@ -246,29 +248,7 @@ def smallest_tail_index(
     def ok(n):
         return difference_log_tail(n, query_scale, threshold_scale, noise) <= log_target
 
-    if guess is None or int(guess) < 2:
-        hi = 1
-        while not ok(hi):
-            hi *= 2
-        lo = hi // 2  # not ok (or 0)
-    else:
-        step = max(1, int(guess) // 64)
-        lo = hi = int(guess)
-        if ok(hi):  # walk down until a failing lo (or 0)
-            while lo > 0 and ok(lo):
-                hi, lo = lo, max(0, lo - step)
-                step *= 2
-        else:  # walk up until a passing hi
-            while not ok(hi):
-                lo, hi = hi, hi + step
-                step *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return max(1, hi)
+    return smallest_integer(ok, low=1, guess=guess)
 
 
 def pass_probabilities(distances, threshold, query_scale, threshold_scale, noise):

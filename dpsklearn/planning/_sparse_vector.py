@@ -30,6 +30,7 @@ from .._validation import (
     OPEN_UNIT,
     validate_params,
 )
+from ..accounting import smallest_integer
 from ..mechanisms import (
     SPARSE_VECTOR_CALIBRATION_OPTION,
     SPARSE_VECTOR_CALIBRATIONS,
@@ -272,18 +273,8 @@ def _min_distance_to_pass(calibration, beta):
     def ok(d):
         return calibration.pass_probability(d) >= target
 
-    if ok(0):
-        return 0
-    lo, hi = 0, max(1, math.ceil(calibration.threshold))
-    while not ok(hi):
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:  # ok(hi) and not ok(lo): the pass probability grows with d
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # The pass probability grows with d; the threshold is the natural guess.
+    return smallest_integer(ok, low=0, guess=max(1, math.ceil(calibration.threshold)))
 
 
 def _min_k_for_distance(agreement, d):
