@@ -61,8 +61,12 @@ def _callables():
                         continue
                     if isinstance(value, (classmethod, staticmethod)):
                         value = value.__func__
-                    if isinstance(value, property):
+                    elif isinstance(value, property):
                         value = value.fget
+                    elif not inspect.isfunction(value):
+                        # Another descriptor (scikit-learn's available_if):
+                        # read through the class, it gives the function it wraps.
+                        value = getattr(obj, attribute, None)
                     if inspect.isfunction(value):
                         value = inspect.unwrap(value)
                         if _is_dpsklearn(value):
@@ -97,11 +101,14 @@ def test_the_public_api_is_annotated():
 
 def test_the_check_sees_through_decorators_and_fails_on_a_missing_hint():
     # config_context is a @contextmanager: the check reads the generator it
-    # wraps, annotated in dpsklearn/_config.py.
+    # wraps, annotated in dpsklearn/_config.py; predict_proba behind
+    # scikit-learn's available_if is checked too.
     where = dict(_callables())
     assert where["dpsklearn.config_context"] is inspect.unwrap(
         dpsklearn.config_context
     )
+    proba = where["dpsklearn.PrivatePredictionClassifier.predict_proba"]
+    assert proba.__qualname__ == "PrivatePredictionClassifier.predict_proba"
 
     def unannotated(x, *, y: int):
         return x

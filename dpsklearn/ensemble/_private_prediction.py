@@ -478,7 +478,7 @@ class PrivatePredictionClassifier(
         return labels
 
     @available_if(_proba_available)
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Private class probabilities, charged per new distinct row.
 
         Exponential mechanism: each teacher's probability row is clipped to
