@@ -17,7 +17,7 @@ rows, enough for 10,000 teachers of 29 rows each. This script measures:
    on the teachers' vote counts, which is what ``predict`` does.
 3. **Dask**: the ``k = 10,000`` fit once more on a Dask ``LocalCluster``.
 4. **The query stream** ``m`` = 2,000, 20,000, 200,000 at ``epsilon = 2``:
-   correct answers of the stability path (every calibration), Confident-GNMax
+   correct answers of the stability path (both calibrations), Confident-GNMax
    and the per-query mechanisms (exponential mechanism, GNMax), on streams
    drawn from a pool of held-out rows. A picture.
 5. **Time**: fit and predict at ``k = 10,000`` for 200,000 queries, against
@@ -216,13 +216,16 @@ def planned_model(data, ks, full, delta):
 
 # -- section 1 and 2: the planned model and the grid -----------------------------------
 def fit_teachers(k, X, y, n_jobs=2):
+    # Only the teachers are used (their votes feed the package's mechanisms);
+    # a noisy-max fallback, because an abstaining test that can answer
+    # nothing at this k is refused at fit.
     start = time.perf_counter()
     model = SubsampleAggregateClassifier(
         teacher(),
         n_estimators=k,
         epsilon=2.0,
         delta=DELTA,
-        mechanism=SparseVector(max_unstable=200, fallback="abstain"),
+        mechanism=SparseVector(max_unstable=200, fallback="noisy_max"),
         classes=[0, 1],
         random_state=0,
         n_jobs=n_jobs,
@@ -326,12 +329,14 @@ def stream_rows(model, data, epsilon, stream_sizes, log):
             n_estimators=k,
             max_unstable=sorted({100, 200, 300, 500, 1000, 2000, 5000, 20_000}),
         )[0]
-        for calibration in ("laplace", "exact", "pure", "paper", "gaussian"):
+        # The paper's calibrations ("exact", "pure", "paper") left the library
+        # in 0.2 (their thresholds are above laplace's): no longer run.
+        for calibration in ("laplace", "gaussian"):
             try:
                 labels, abstained, mech = stability_answers(
                     votes, epsilon, plan.max_unstable, 0, calibration, max_queries=m
                 )
-            except ValueError:  # paper is not admissible everywhere
+            except ValueError:  # gaussian: its log(max_queries) term too large
                 continue
             add(
                 "sparse vector (abstain)",
@@ -408,7 +413,9 @@ def timing(model, data, m, log):
         n_estimators=model.n_estimators_,
     )[0]
     served = clone(model).set_params(
-        mechanism__max_unstable=plan.max_unstable, max_queries=m
+        mechanism__max_unstable=plan.max_unstable,
+        mechanism__fallback="abstain",
+        max_queries=m,
     )
     rows = []
     with warnings.catch_warnings():
@@ -646,7 +653,10 @@ def report(p):
         "",
         "Streams of m queries drawn with replacement from the held-out pool "
         "(each drawn query is a new release); correct answers, abstentions "
-        "counted as not correct.",
+        "counted as not correct. The sparse vector rows are the library's "
+        "calibrations, laplace and gaussian; the paper's calibrations (exact, "
+        "pure, paper), which left the library in 0.2 with higher thresholds, "
+        "are no longer run (tables before 0.2 list them).",
         "",
         *markdown_table(
             p["stream"],

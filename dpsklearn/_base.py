@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._param_validation import ValidatesParameters
 from ._validation import validate_input
+from ._warn import warn_user
 from .accounting import PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
@@ -390,13 +390,12 @@ class PublicLabelsMixin:
         except ValueError as exc:  # sklearn's message does not say which input
             raise ValueError(f"y must hold class labels: {exc}") from exc
         if self.classes is None:
-            warnings.warn(
+            warn_user(
                 "classes is None: the label set is taken from the private "
                 "training labels (classes_ = unique(y)), so a label held by one "
                 "record can appear in the output range. Pass the public label "
                 "set as `classes`.",
                 PrivacyLeakWarning,
-                stacklevel=3,
             )
             classes = np.unique(y)
         else:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -37,6 +36,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.validation import check_array, validate_data
 
 from ._param_validation import Interval, validate_params
+from ._warn import warn_user
 from .exceptions import PrivacyLeakWarning
 
 if TYPE_CHECKING:
@@ -93,15 +93,14 @@ def naming_empty_input():
         raise
 
 
-def warn_if_delta_large(delta, n_samples, stacklevel=4):
+def warn_if_delta_large(delta, n_samples):
     """Warn when ``delta >= 1/n``: a mechanism could then publish a whole record."""
     if delta > 0 and delta >= 1.0 / n_samples:
-        warnings.warn(
+        warn_user(
             f"delta={delta:g} is not below 1/n_samples={1.0 / n_samples:g}: "
             "a mechanism could then publish a whole record with probability "
             "delta. Choose delta well below 1/n.",
             UserWarning,
-            stacklevel=stacklevel,
         )
 
 
@@ -178,7 +177,7 @@ def check_regression_targets(y):
         ) from None
 
 
-def check_target_range(target_range, y, estimator_name, stacklevel=3):
+def check_target_range(target_range, y, estimator_name):
     """``(lo, hi)`` from ``target_range``, or from ``y`` with a PrivacyLeakWarning.
 
     A bound the user leaves unset may be read from the private data only
@@ -186,13 +185,12 @@ def check_target_range(target_range, y, estimator_name, stacklevel=3):
     and what epsilon covers": public inputs).
     """
     if target_range is None:
-        warnings.warn(
+        warn_user(
             f"{estimator_name}: target_range is None, so the range of the "
             "answers is taken from the private training targets (min(y), "
             "max(y)); that leaks the extreme targets. Pass the public "
             "target_range=(lo, hi).",
             PrivacyLeakWarning,
-            stacklevel=stacklevel,
         )
         lo, hi = float(np.min(y)), float(np.max(y))
         if lo == hi:  # a constant target: give the release a non-empty range

@@ -7,14 +7,16 @@ and what epsilon covers"):
 
 * the stability release of :class:`SubsampleAggregateClassifier` at ``T = 1``
   (pass and release the exact majority), with a query whose majority one
-  vote flips, at the claimed ``(epsilon, delta)``, under the paper's pure
-  calibration (one noise scale, the reference calibration that
-  ``StabilityTest.calibrate(..., calibration="pure")`` keeps since the
-  estimators take the optimal composition; that default is audited on the
-  same worst case in ``tests/test_audit_stability_routes.py``);
+  vote flips, at the claimed ``(epsilon, delta)``: its exact loss under the
+  paper's pure calibration (one noise scale, queries at twice it; the
+  reference implementation in ``tests/_reference.py``, the paper's
+  calibrations having left the library), and the paper's threshold without
+  its factor 2 caught. The library's own calibrations (``laplace``,
+  ``gaussian``) are audited on the same worst case, through the real engine,
+  in ``tests/test_audit_stability_routes.py``;
 * the soft-label tests of :class:`SoftLabelPrivateRegressor` at ``T = 1``
-  (:meth:`SparseVectorEngine.run_two_stage`, calibrated for ``T + 1`` draws,
-  pure calibration as above);
+  (:meth:`SparseVectorEngine.run_two_stage`, calibrated for ``T + 1`` draws)
+  under the estimator's own calibration (``laplace``: two noise scales);
 * the kernel-ridge single query of :class:`PrivateKernelRidge` (two fits on
   datasets that differ in one label, ``-M`` against ``+M``), and its fitted
   ``sensitivity_`` against the empirical ``|f - f'|``;
@@ -30,14 +32,14 @@ and what epsilon covers"):
 Each asserts ``epsilon_lower <= claimed`` and, so that the audit has power,
 ``epsilon_lower >= 0.5 x claimed``. Where the outputs can be enumerated the
 exact loss (:func:`dpsklearn.audit.exact_epsilon`) is computed too; for the
-two sparse vector releases the sampled output frequencies are also checked
-against the enumeration (chi-square), and known-bad variants of their
-calibration are shown to exceed the claim exactly. One
-mechanism cannot show half its claim by sampling in the time budget: at
-``T = 1`` the soft-label calibration pays for two threshold draws, but the
-second one meets a single test, so no pair of neighbours can show more than
-``1.25 eps0 = 0.625`` of the claim; its power check is on the exact loss
-(0.57 of the claim), its sampled bound is checked against the claim only.
+soft-label release the sampled output frequencies are also checked against
+the enumeration (chi-square), and known-bad variants of both sparse vector
+calibrations are shown to exceed the claim exactly. One mechanism cannot
+show half its claim by sampling in the time budget: at ``T = 1`` the
+soft-label calibration pays for two threshold draws, but the second one
+meets a single test, so no pair of neighbours shows the whole claim; its
+power check is on the exact loss (0.59 of the claim), its sampled bound is
+checked against the claim only.
 
 Where an estimator fits per run too slowly (the ensembles), the audited
 function drives the package's own parts (vote counts, distance, the real
@@ -61,6 +63,7 @@ import numpy as np
 import pytest
 from _helpers import AuditTable
 from _helpers import assert_private as _assert_private
+from _reference import stability_reference
 from scipy import stats
 from sklearn.dummy import DummyClassifier, DummyRegressor
 from sklearn.kernel_ridge import KernelRidge
@@ -82,7 +85,6 @@ from dpsklearn.audit import audit, exact_epsilon
 from dpsklearn.mechanisms import (
     SoftLabelTest,
     SparseVectorEngine,
-    StabilityTest,
     calibrate_sparse_vector,
     distance_from_gap,
     gnmax_sigma,
@@ -104,7 +106,6 @@ pytestmark = [
 ]
 
 CONFIDENCE = 0.95
-RUNS_STABILITY = 80_000  # real engine, one object per run (~40 us)
 RUNS_SOFT_LABEL = 20_000  # real engine, two-stage (~60 us): no power by sampling
 RUNS_KERNEL_RIDGE = 200_000  # one batched predict per neighbour
 RUNS_ORACLE = 6_000  # one oracle call per run (~230 us)
@@ -163,27 +164,30 @@ def _threshold_support(lam):
     return z, _dlap_pmf(z, lam)
 
 
-def first_fail_exact(scores, threshold, lam):
+def first_fail_exact(scores, threshold, lam, query_scale=None):
     """P[the first failed test is query i], i = 0..m-1, and P[no failure] last.
 
     One threshold draw ``w + Z``, ``Z ~ DLap(lam)``; query ``i`` fails when
-    ``q_i + DLap(2 lam) <= w + Z``. Sums over ``Z`` exactly.
+    ``q_i + DLap(s_q) <= w + Z``, ``s_q = 2 lam`` (the paper's structure)
+    unless given. Sums over ``Z`` exactly.
     """
+    query_scale = 2 * lam if query_scale is None else query_scale
     z, pz = _threshold_support(lam)
     survive = np.ones_like(pz)
     out = []
     for q in scores:
-        fail = _dlap_cdf(threshold + z - q, 2 * lam)
+        fail = _dlap_cdf(threshold + z - q, query_scale)
         out.append(float(np.sum(pz * survive * fail)))
         survive = survive * (1 - fail)
     out.append(float(np.sum(pz * survive)))
     return np.array(out)
 
 
-def single_test_pass_exact(score, threshold, lam):
-    """P[q + DLap(2 lam) > w + DLap(lam)] for a fresh threshold draw."""
+def single_test_pass_exact(score, threshold, lam, query_scale=None):
+    """P[q + DLap(s_q) > w + DLap(lam)] for a fresh threshold draw (s_q = 2 lam)."""
+    query_scale = 2 * lam if query_scale is None else query_scale
     z, pz = _threshold_support(lam)
-    return float(np.sum(pz * (1 - _dlap_cdf(threshold + z - score, 2 * lam))))
+    return float(np.sum(pz * (1 - _dlap_cdf(threshold + z - score, query_scale))))
 
 
 def _chi_square_pvalue(observed_outcomes, probabilities):
@@ -250,13 +254,14 @@ def _slicer(row):
 # majority, which tells the neighbours apart; the calibration's threshold
 # makes that happen with probability at most delta. Teacher 0 is the one
 # replaced. Distances at the threshold w = 46.05 of the paper's pure
-# calibration (one noise scale lam, queries at 2 lam; the reference
-# calibration StabilityTest.calibrate(..., calibration="pure") keeps, whose
-# structure the exact enumeration below follows):
+# calibration (one noise scale lam, queries at 2 lam; its reference
+# implementation in tests/_reference.py, whose structure the exact
+# enumeration below follows):
 #   neighbour 0: [45]*6 + [46] + [0],   labels 0 ... 0, flip query 0
 #   neighbour 1: [46]*6 + [45] + [0],   labels 0 ... 0, flip query 1
-# The estimators' own default (Laplace noise, the optimal composition) is
-# audited on the same worst case in tests/test_audit_stability_routes.py;
+# The estimators' own calibrations (Laplace or Gaussian noise, composed with
+# the fallback) are audited on the same worst case, by sampling through the
+# real engine and exactly, in tests/test_audit_stability_routes.py;
 # test_stability_release_matches_the_estimator checks that the audited
 # release function is what the estimator's predict releases.
 
@@ -298,13 +303,13 @@ def _stability_model(noise_random_state=None, n_estimators=K_STABILITY):
 
 @pytest.fixture(scope="module")
 def stability_model():
-    """The pure reference calibration's figures, as the audits read them."""
-    calibration = StabilityTest.calibrate(
-        **STABILITY, calibration="pure", fallback="abstain"
-    ).calibration
-    assert calibration.query_scale == 2 * calibration.threshold_scale
+    """The pure reference calibration's figures, as the exact checks read them."""
+    calibration = stability_reference("pure", **STABILITY, fallback="abstain")
+    assert calibration.query_scale == 2 * calibration.noise_scale
+    assert calibration.noise_scale == 2.0  # lam = 2T / epsilon
+    assert calibration.threshold == pytest.approx(4 * math.log(1e5))  # 46.05
     return SimpleNamespace(
-        threshold_=calibration.threshold, noise_scale_=calibration.threshold_scale
+        threshold_=calibration.threshold, noise_scale_=calibration.noise_scale
     )
 
 
@@ -421,65 +426,29 @@ def test_bad_stability_threshold_without_factor_two_is_caught(stability_model):
     assert exact > STABILITY["epsilon"]
 
 
-def _halts_at_the_seventh_query(labels):
-    """the first abstention is at query 6 (the halting query of the proof)"""
-    return _stability_outcome(labels) == 6
-
-
-def test_stability_release_audit(stability_model):
-    w, lam = stability_model.threshold_, stability_model.noise_scale_
-    epsilon, delta = STABILITY["epsilon"], STABILITY["delta"]
-    outputs = {}
-    scores = [_stability_scores(table) for table in STABILITY_TABLES]
-
-    def mech(nb, n, rng):
-        thr = discrete_laplace(lam, size=(n, 1), rng=rng)
-        q = discrete_laplace(2 * lam, size=(n, 8), rng=rng)
-        out = np.stack(
-            [
-                stability_release(scores[nb], w, lam, _slicer(q[r]), _slicer(thr[r]))
-                for r in range(n)
-            ]
-        )
-        outputs[nb] = out
-        return out
-
-    res = audit(
-        mech,
-        _halts_at_the_seventh_query,
-        n_runs=RUNS_STABILITY,
-        delta=delta,
-        rng=100,
-        confidence=CONFIDENCE,
-    )
-    p, q = _stability_exact(STABILITY_TABLES, w, lam)
-    _record(
-        "stability release T=1 (subsample)",
-        "votes, last query flips",
-        res,
-        epsilon,
-        exact=exact_epsilon(p, q, delta),
-    )
-    _assert_private(res, epsilon)
-    for nb, probabilities in ((0, p), (1, q)):
-        pvalue = _chi_square_pvalue(_stability_outcome(outputs[nb]), probabilities)
-        assert pvalue > CHI2_FAILURE, (nb, pvalue)
-
-
 # ---------------------------------------------------------------------------
 # 2. Soft-label tests: SoftLabelPrivateRegressor at T = 1 (docs/design.rst,
 #    "Soft-label queries: the double test")
 # ---------------------------------------------------------------------------
-# k = 205 teachers, gamma = 1/4. Soft labels 0.2 (first bin 0, shifted bin 0),
-# 0.45 (bins 1 and 1) and 0.3 (first bin 1, shifted bin 0). Teacher 0 is the
-# one replaced: 0.45 on the six early queries and 0.2 on the halting query on
-# neighbour 0, the other way round on neighbour 1. First-partition distances
-# [96]*6 + [97] against [97]*6 + [96]; the halting query's shifted distance
-# 101 against 100 (four 0.3 teachers make it differ from the first). Fullest
-# bins are the same on both sides, so the answers are the same when released.
+# The estimator's own calibration at epsilon 1, T = 1 (laplace, T + 1 = 2
+# draws): w = 81, threshold noise DLap(5.56), query noise DLap(6.25).
+# k = 173 = 2 w + 11 teachers, gamma = 1/4. Soft labels 0.2 (first bin 0,
+# shifted bin 0), 0.45 (bins 1 and 1) and 0.3 (first bin 1, shifted bin 0).
+# Teacher 0 is the one replaced: 0.45 on the six early queries and 0.2 on the
+# halting query on neighbour 0, the other way round on neighbour 1.
+# First-partition distances [80]*6 + [81] against [81]*6 + [80] (w - 1 and
+# w: the AboveThreshold worst case); the halting query's shifted distance 85
+# against 84 (four 0.3 teachers make it differ from the first). Fullest bins
+# are the same on both sides, so the answers are the same when released.
 
 SOFT = dict(epsilon=1.0, delta=1e-5, max_unstable=1, gamma=0.25)
-K_SOFT = 205
+SOFT_CALIBRATION = SoftLabelTest.calibrate(
+    SOFT["epsilon"],
+    SOFT["delta"],
+    max_unstable=SOFT["max_unstable"],
+    n_bins=round(1 / SOFT["gamma"]),
+).calibration
+K_SOFT = 2 * math.floor(SOFT_CALIBRATION.threshold) + 11
 #: Teachers for the estimator check: first-partition distances 82 and 83
 #: near the default calibration's w = 81 at epsilon 1, T = 1.
 K_SOFT_ESTIMATOR = 177
@@ -519,19 +488,17 @@ def _soft_model(noise_random_state=None, n_estimators=K_SOFT):
 
 @pytest.fixture(scope="module")
 def soft_model():
-    """The pure reference calibration's figures (T + 1 draws), as the audits
-    read them; the estimators' default is audited at mechanism level in
-    tests/test_audit_stability_routes.py."""
-    calibration = SoftLabelTest.calibrate(
-        SOFT["epsilon"],
-        SOFT["delta"],
-        max_unstable=SOFT["max_unstable"],
-        n_bins=round(1 / SOFT["gamma"]),
-        calibration="pure",
-    ).calibration
-    assert calibration.query_scale == 2 * calibration.threshold_scale
+    """The estimator's own calibration (T + 1 draws), as the audits read it."""
+    calibration = SOFT_CALIBRATION
+    assert calibration.name == "laplace" and calibration.cutoff == 2
+    fitted = _soft_model(n_estimators=2)
+    assert fitted.threshold_ == calibration.threshold == 81
+    assert fitted.noise_scale_ == calibration.threshold_scale
+    assert fitted.query_noise_scale_ == calibration.query_scale
     return SimpleNamespace(
-        threshold_=calibration.threshold, noise_scale_=calibration.threshold_scale
+        threshold_=calibration.threshold,
+        noise_scale_=calibration.threshold_scale,
+        query_noise_scale_=calibration.query_scale,
     )
 
 
@@ -580,14 +547,14 @@ def _soft_outcome(released):
     return np.where(halt == m, 2 * m, 2 * halt + second_failed.astype(int))
 
 
-def _soft_exact(tables, threshold, lam):
+def _soft_exact(tables, threshold, lam, query_scale):
     out = []
     for table in tables:
         first_dist, _, second_dist, _ = _soft_scores(table)
-        p = first_fail_exact(first_dist, threshold, lam)
+        p = first_fail_exact(first_dist, threshold, lam, query_scale)
         rows = []
         for i, s in enumerate(second_dist):
-            passed = single_test_pass_exact(s, threshold, lam)
+            passed = single_test_pass_exact(s, threshold, lam, query_scale)
             rows += [p[i] * passed, p[i] * (1 - passed)]
         out.append(np.array([*rows, p[-1]]))
     return out
@@ -597,9 +564,10 @@ def test_soft_label_neighbours_are_one_teacher_apart():
     first, second = SOFT_TABLES
     assert np.flatnonzero((first != second).any(axis=0)).tolist() == [0]
     scores = [_soft_scores(t) for t in SOFT_TABLES]
-    assert scores[0][0].tolist() == [96] * 6 + [97]
-    assert scores[1][0].tolist() == [97] * 6 + [96]
-    assert (scores[0][2][6], scores[1][2][6]) == (101, 100)
+    assert K_SOFT == 173  # 2 w + 11 at w = 81
+    assert scores[0][0].tolist() == [80] * 6 + [81]
+    assert scores[1][0].tolist() == [81] * 6 + [80]
+    assert (scores[0][2][6], scores[1][2][6]) == (85, 84)
     for i in (1, 3):  # fullest bins agree: the released answers are the same
         np.testing.assert_array_equal(scores[0][i], scores[1][i])
 
@@ -633,11 +601,13 @@ def test_soft_label_release_matches_the_estimator():
 
 def test_soft_label_exact(soft_model):
     # Calibrated for T + 1 = 2 draws; the second draw meets one test only, so
-    # the worst case shows 1.25 eps0 = 0.625 of the claim at most.
+    # the worst case shows only part of the claim (0.59 of it).
     w, lam = soft_model.threshold_, soft_model.noise_scale_
-    assert lam == pytest.approx(4.0, rel=1e-3)  # eps0 = eps / 2 per draw
+    s_q = soft_model.query_noise_scale_
+    eps0 = 1 / lam + 2 / s_q  # Lyu, Su and Li 2017, Theorem 2
+    assert eps0 == pytest.approx(SOFT_CALIBRATION.per_instance_epsilon, rel=1e-12)
     epsilon, delta = SOFT["epsilon"], SOFT["delta"]
-    p, q = _soft_exact(SOFT_TABLES, w, lam)
+    p, q = _soft_exact(SOFT_TABLES, w, lam, s_q)
     exact = exact_epsilon(p, q, delta)
     _record_exact(
         "soft-label two-stage T=1", "soft labels, 1 teacher", epsilon, exact, delta
@@ -646,16 +616,17 @@ def test_soft_label_exact(soft_model):
 
 
 def test_bad_soft_label_calibrated_for_t_draws_is_caught(soft_model):
-    # Forgetting the +1: lam calibrated for T = 1 draw, not T + 1.
+    # Forgetting the +1 (docs/corrections.rst, "Halting the soft-label
+    # engine"): the same calibration for T = 1 draw, not T + 1.
     epsilon, delta = SOFT["epsilon"], SOFT["delta"]
-    bad = calibrate_sparse_vector(epsilon, delta, SOFT["max_unstable"], "pure")
+    bad = calibrate_sparse_vector(epsilon, delta, SOFT["max_unstable"], "laplace")
+    assert bad.cutoff == 1
     assert bad.noise_scale == pytest.approx(soft_model.noise_scale_ / 2, rel=1e-3)
     # the same neighbours, every distance moved by the change of threshold
-    # (a test compares score - w only, and both thresholds lie strictly
-    # between integers)
+    # (a test compares score - w only, and both thresholds are integers)
     shift = math.floor(bad.threshold) - math.floor(soft_model.threshold_)
     p, q = (
-        _soft_exact_shifted(t, bad.threshold, bad.noise_scale, shift)
+        _soft_exact_shifted(t, bad.threshold, bad.noise_scale, bad.query_scale, shift)
         for t in SOFT_TABLES
     )
     exact = exact_epsilon(p, q, delta)
@@ -669,12 +640,12 @@ def test_bad_soft_label_calibrated_for_t_draws_is_caught(soft_model):
     assert exact > epsilon
 
 
-def _soft_exact_shifted(table, threshold, lam, shift):
+def _soft_exact_shifted(table, threshold, lam, query_scale, shift):
     first_dist, _, second_dist, _ = _soft_scores(table)
-    p = first_fail_exact(first_dist + shift, threshold, lam)
+    p = first_fail_exact(first_dist + shift, threshold, lam, query_scale)
     rows = []
     for i, s in enumerate(second_dist + shift):
-        passed = single_test_pass_exact(s, threshold, lam)
+        passed = single_test_pass_exact(s, threshold, lam, query_scale)
         rows += [p[i] * passed, p[i] * (1 - passed)]
     return np.array([*rows, p[-1]])
 
@@ -698,8 +669,9 @@ def _event_with_most_power(likely, unlikely, delta, n_runs):
 
 def test_soft_label_audit(soft_model):
     w, lam = soft_model.threshold_, soft_model.noise_scale_
+    s_q = soft_model.query_noise_scale_
     epsilon, delta = SOFT["epsilon"], SOFT["delta"]
-    p, q = _soft_exact(SOFT_TABLES, w, lam)
+    p, q = _soft_exact(SOFT_TABLES, w, lam, s_q)
     chosen = _event_with_most_power(q, p, delta, RUNS_SOFT_LABEL)
     outputs = {}
     scores = [_soft_scores(table) for table in SOFT_TABLES]
@@ -709,8 +681,8 @@ def test_soft_label_audit(soft_model):
 
     def mech(nb, n, rng):
         thr = discrete_laplace(lam, size=(n, 2), rng=rng)
-        q1 = discrete_laplace(2 * lam, size=(n, 7), rng=rng)
-        q2 = discrete_laplace(2 * lam, size=(n, 7), rng=rng)
+        q1 = discrete_laplace(s_q, size=(n, 7), rng=rng)
+        q2 = discrete_laplace(s_q, size=(n, 7), rng=rng)
         out = np.stack(
             [
                 soft_label_release(

@@ -3,8 +3,9 @@
 The ``laplace`` and ``gaussian`` calibrations of
 :func:`dpsklearn.mechanisms.calibrate_sparse_vector` (``docs/design.rst``,
 "The sparse vector test at full strength") are audited on the worst case of
-their proof at ``T = 1``, as ``tests/test_audit_estimators.py`` audits the
-paper's structure:
+their proof at ``T = 1``, the case on which ``tests/test_audit_estimators.py``
+checks the paper's structure exactly (its reference implementation, the
+paper's calibrations having left the library):
 
 * seven queries whose distance to instability moves by one between the two
   neighbours (the six early ones up, the halting one down: the

@@ -398,11 +398,18 @@ def test_a_student_that_cannot_read_x_public_is_refused_before_the_spend():
             classes=[0, 1],
             accountant=accountant,
         ),
+        LogisticRegression(),  # cannot read the string column
         query_strategy="uncertainty",  # the ranker reads X_public too
     )
     with pytest.raises(ValueError, match="cannot be fitted on X_public"):
         model.fit(frame.iloc[:400], y[:400], X_public=frame.iloc[400:])
     assert accountant.spent == (0.0, 0.0)  # nothing was spent
+    # The default student is the teachers' own pipeline: it reads the frame.
+    model.set_params(student=None).fit(
+        frame.iloc[:400], y[:400], X_public=frame.iloc[400:]
+    )
+    assert type(model.student_) is type(teacher_estimator)
+    assert model.n_public_labelled_ > 0
 
 
 def test_labels_the_student_cannot_fit_travel_with_the_error():

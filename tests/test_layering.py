@@ -29,6 +29,7 @@ RANKS = {
     "_param_validation": 0,
     "_config": 0,
     "_progress": 0,
+    "_warn": 0,
     "baselines": 0,
     "datasets": 0,
     "_validation": 1,

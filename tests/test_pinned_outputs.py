@@ -13,10 +13,12 @@ Records made before 0.2 (when a model whose budget ran out raised
 and where the model halted (``halted_at``); the current API answers every
 row after that with the abstention value, marked in the mask, and the check
 reads the old record that way (:func:`_assert_same_predictions`). The
-``calibration_*`` cases pin the figures of the paper calibrations that left
-the estimators in 0.2 (``docs/corrections.rst``) through the mechanisms
-that keep them as reference implementations: they equal the figures the
-estimators recorded under ``calibration=...`` before.
+``calibration_*`` cases pin the figures of the calibrations that left the
+estimators in 0.2: the paper-structured ones (``docs/corrections.rst``)
+through their reference implementations in ``tests/_reference.py`` (they
+left the library too), the per-query ones through the mechanisms that keep
+them; they equal the figures the estimators recorded under
+``calibration=...`` before.
 
 A legitimate change of what a mechanism draws (a new calibration, another
 noise order) must re-record the file in its own commit, saying why.
@@ -31,6 +33,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _reference import soft_label_reference, stability_reference
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression
 
@@ -51,12 +54,7 @@ from dpsklearn import (
     SparseVector,
     SubsampleAggregateClassifier,
 )
-from dpsklearn.mechanisms import (
-    GridLaplaceRelease,
-    SoftLabelTest,
-    SoftMajority,
-    StabilityTest,
-)
+from dpsklearn.mechanisms import GridLaplaceRelease, SoftMajority
 
 PINNED = pathlib.Path(__file__).parent / "data" / "pinned_outputs.json"
 NOISE_SEED = 7
@@ -283,21 +281,19 @@ def _statistical_queries():
     return {"means": means, "counts": counts}
 
 
-def _stability_figures(**params):
-    """The sparse vector figures of a calibration kept as a reference."""
-    figures = StabilityTest.calibrate(**params).fitted_attributes()
-    keep = (
-        "calibration_",
-        "threshold_",
-        "noise_scale_",
-        "sparse_vector_epsilon_",
-        "fallback_epsilon_",
-    )
-    return {"figures": {name: figures[name] for name in keep}}
+def _stability_figures(calibration, epsilon, delta, max_unstable, **fallback):
+    """The figures of a paper-structured calibration, from its reference."""
+    return {
+        "figures": stability_reference(
+            calibration, epsilon, delta, max_unstable, **fallback
+        ).figures()
+    }
 
 
-def _soft_label_figures(**params):
-    figures = SoftLabelTest.calibrate(**params).fitted_attributes()
+def _soft_label_figures(calibration, epsilon, delta, max_unstable, **fallback):
+    figures = soft_label_reference(
+        calibration, epsilon, delta, max_unstable, **fallback
+    ).figures()
     keep = ("calibration_", "threshold_", "noise_scale_", "fallback_epsilon_")
     return {"figures": {name: figures[name] for name in keep}}
 
@@ -399,9 +395,11 @@ CASES = {
     "erm_stumps": _erm,
     "erm_regressor_stumps": _erm_regressor,
     "statistical_queries": _statistical_queries,
-    # The calibrations the estimators took with calibration=... before 0.2,
-    # through the mechanisms that keep them (figures equal to those recorded
-    # by the estimator cases of the same configuration before 0.2).
+    # The calibrations the estimators took with calibration=... before 0.2:
+    # the paper-structured ones through their references (tests/_reference.py),
+    # the per-query ones through the mechanisms that keep them (figures equal
+    # to those recorded by the estimator cases of the same configuration
+    # before 0.2).
     "calibration_sa_exact": lambda: _stability_figures(
         epsilon=1.0, delta=1e-5, max_unstable=100, calibration="exact"
     ),
@@ -423,13 +421,12 @@ CASES = {
         fallback="abstain",
     ),
     "calibration_soft_label_exact_midpoint": lambda: _soft_label_figures(
-        epsilon=30.0, delta=1e-5, max_unstable=40, n_bins=4, calibration="exact"
+        epsilon=30.0, delta=1e-5, max_unstable=40, calibration="exact"
     ),
     "calibration_soft_label_exact_noisy_mean": lambda: _soft_label_figures(
         epsilon=30.0,
         delta=1e-5,
         max_unstable=40,
-        n_bins=4,
         calibration="exact",
         fallback="noisy_mean",
     ),

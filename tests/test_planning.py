@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from _reference import PAPER_CALIBRATIONS, paper_calibration, reference_n_estimators
 
 from dpsklearn import kernel_ridge_schedule
 from dpsklearn.mechanisms import calibrate_sparse_vector, distance_to_instability
@@ -103,7 +104,7 @@ def test_distance_at_agreement_matches_the_vote_module():
 
 def _cal(lam, w, query_scale=None):
     """A calibration with threshold noise DLap(lam), query noise DLap(2 lam), w."""
-    base = calibrate_sparse_vector(1.0, 1e-5, 1, "exact")
+    base = calibrate_sparse_vector(1.0, 1e-5, 1, "laplace")
     return dataclasses.replace(
         base,
         threshold_scale=lam,
@@ -161,9 +162,7 @@ def test_auto_n_estimators_by_hand():
 
 def _brute_force_k(agreement, cal, beta):
     k = 1
-    while (
-        pass_probability(distance_at_agreement(agreement, k), cal) < 1 - beta
-    ):
+    while pass_probability(distance_at_agreement(agreement, k), cal) < 1 - beta:
         k += 1
     return k
 
@@ -179,39 +178,69 @@ def _brute_force_k(agreement, cal, beta):
 def test_n_estimators_for_agreement_matches_brute_force(
     agreement, epsilon, delta, T, beta
 ):
-    for name in ("laplace", "pure", "exact", "paper"):
-        cal = calibrate_sparse_vector(epsilon, delta, T, name)
-        k = n_estimators_for_agreement(
-            agreement, epsilon, delta, T, beta=beta, calibration=name
-        )
-        assert k == _brute_force_k(agreement, cal, beta)
+    cal = calibrate_sparse_vector(epsilon, delta, T, "laplace")
+    k = n_estimators_for_agreement(
+        agreement, epsilon, delta, T, beta=beta, calibration="laplace"
+    )
+    assert k == _brute_force_k(agreement, cal, beta)
+    # The reference's own scan on the library's noises gives the same k.
+    assert k == reference_n_estimators(agreement, cal, beta)
     by_cal = n_estimators_for_agreement_by_calibration(
         agreement, epsilon, delta, T, beta=beta
     )
-    assert by_cal["exact"] == n_estimators_for_agreement(
-        agreement, epsilon, delta, T, beta=beta, calibration="exact"
-    )
-    # auto takes the smallest threshold, hence the fewest teachers.
+    assert by_cal == {"laplace": k, "gaussian": None}
+    # auto takes the smallest threshold, hence the fewest teachers: fewer
+    # than under each calibration of the paper's structure (the references).
     auto = n_estimators_for_agreement(agreement, epsilon, delta, T, beta=beta)
-    assert auto == min(v for v in by_cal.values() if v is not None)
+    assert auto == k
+    for name in PAPER_CALIBRATIONS:
+        paper = paper_calibration(name, epsilon, delta, T)
+        if paper.admissible:
+            assert auto <= reference_n_estimators(agreement, paper, beta), name
 
 
 def test_n_estimators_for_agreement_reference_value():
     # At T = 100, epsilon = 1, delta = 1e-5 the exact threshold is about
     # 2,580 and laplace's 2,104; a query needs dist ~ w + margin and k ~
-    # dist / (a - 1/2).
+    # dist / (a - 1/2). The paper's calibrations are the references
+    # (tests/_reference.py), scanned with their own tail.
     ks = n_estimators_for_agreement_by_calibration(0.9, 1.0, 1e-5, 100)
-    assert ks == {
-        "laplace": 6187,
-        "pure": 18689,
-        "exact": 7433,
-        "paper": 19153,
-        "gaussian": None,
+    assert ks == {"laplace": 6187, "gaussian": None}
+    papers = {
+        name: reference_n_estimators(0.9, paper_calibration(name, 1.0, 1e-5, 100))
+        for name in PAPER_CALIBRATIONS
     }
+    assert papers == {"pure": 18689, "exact": 7433, "paper": 19153}
     # paper overspends at large epsilon: not admissible.
-    assert (
-        n_estimators_for_agreement_by_calibration(0.9, 60.0, 1e-5, 100)["paper"] is None
+    assert not paper_calibration("paper", 60.0, 1e-5, 100).admissible
+
+
+@pytest.mark.parametrize("name", ["paper", "exact", "pure"])
+def test_planner_refuses_removed_calibrations_and_says_where_they_live(name):
+    message = (
+        rf"calibration='{name}' was removed in 0\.2.*tests/_reference\.py.*"
+        r"docs/corrections\.rst"
     )
+    with pytest.raises(ValueError, match=message):
+        n_estimators_for_agreement(0.9, 1.0, 1e-5, 100, calibration=name)
+    with pytest.raises(ValueError, match=message):
+        plan_stability_test(
+            10_000, 100, 1.0, 1e-5, unstable_fraction=0.1, calibration=name
+        )
+    for kept in ("auto", "laplace"):
+        assert (
+            plan_stability_test(
+                10_000,
+                100,
+                1.0,
+                1e-5,
+                unstable_fraction=0.1,
+                calibration=kept,
+                n_estimators=[100],
+                max_unstable=[10],
+            )[0].calibration
+            == "laplace"
+        )
 
 
 # --------------------------------------------------------------------------

@@ -216,6 +216,7 @@ def test_a_public_answer_outside_the_classes_always_fails(agreeing_data):
         n_estimators=200,
         classes=[0, 1],
         random_state=0,
+        noise_random_state=0,
         mechanism=PublicPrior(Outsider(), max_unstable=5, fallback="abstain"),
     )
     with warnings.catch_warnings():
@@ -224,3 +225,20 @@ def test_a_public_answer_outside_the_classes_always_fails(agreeing_data):
         _, abstained = model.predict(X[:50], return_abstained=True)
     assert abstained.all()
     assert model.budget_status().halted
+    # With 4 teachers at epsilon 0.05 the noise dwarfs the threshold (2 votes):
+    # a score of 0 would pass about half the time and release classes[-1], a
+    # label the public model never named. The constant score never passes.
+    few = SubsampleAggregateClassifier(
+        n_estimators=4,
+        epsilon=0.05,
+        classes=[0, 1],
+        random_state=0,
+        noise_random_state=1,
+        mechanism=PublicPrior(Outsider(), max_unstable=400, fallback="abstain"),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few.fit(X[200:], y[200:])
+        _, abstained = few.predict(X[:300], return_abstained=True)
+    assert abstained.all()
+    assert few.budget_status().n_failed_tests == 300

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from _reference import soft_label_reference
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Perceptron
 from sklearn.svm import SVC
@@ -24,7 +25,6 @@ from dpsklearn import (
     SoftLabelPrivateRegressor,
 )
 from dpsklearn.mechanisms import (
-    SoftLabelTest,
     SparseVectorEngine,
     calibrate_sparse_vector,
     soft_label_histograms,
@@ -285,16 +285,12 @@ def test_noisy_mean_fallback():
     # instance's epsilon (test_noisy_mean_joint_composition).
     cal = reg.privacy_mechanism_.calibration
     assert reg.fallback_epsilon_ == pytest.approx(cal.per_instance_epsilon)
-    # The paper's structure (the reference calibration "exact"): at most
-    # ceil(T/2) = 5 double failures share the fallback's epsilon.
-    paper = SoftLabelTest.calibrate(
-        1e7,
-        1e-5,
-        max_unstable=10,
-        n_bins=4,
-        calibration="exact",
-        fallback="noisy_mean",
-    )
+    # At most ceil(T/2) = 5 double failures: 5 paid slots, as in the paper's
+    # structure (its exact calibration, the reference in tests/_reference.py),
+    # where the 5 share the fallback's epsilon by basic composition.
+    assert cal.n_fallbacks == 5 and cal.cutoff == 11
+    paper = soft_label_reference("exact", 1e7, 1e-5, 10, fallback="noisy_mean")
+    assert paper.n_fallbacks == 5 and paper.cutoff == 11
     assert paper.fallback_epsilon == pytest.approx(1e7 * 0.5 / 5)
     values, abstained = reg.predict(X, return_abstained=True)
     assert abstained.tolist() == [True, False]
@@ -321,30 +317,26 @@ def test_calibrated_for_T_plus_one_draws():
 
 
 def test_noisy_mean_budget_split():
-    # The paper's split, kept by the reference calibration "exact" (the
-    # estimator takes the joint composition below).
-    test = SoftLabelTest.calibrate(
-        2.0,
-        1e-5,
-        max_unstable=7,
-        n_bins=10,
-        calibration="exact",
-        fallback="noisy_mean",
-        noisy_mean_share=0.25,
+    # The paper's split, kept by its exact calibration's reference (the
+    # estimator takes the joint composition below): the tests get 1.5, the
+    # ceil(7/2) = 4 noisy means 0.5 / 4 each, by basic composition.
+    paper = soft_label_reference(
+        "exact", 2.0, 1e-5, 7, fallback="noisy_mean", noisy_mean_share=0.25
     )
-    figures = test.fitted_attributes()
+    figures = paper.figures()
     assert figures["sparse_vector_epsilon_"] == pytest.approx(1.5)
     assert figures["fallback_epsilon_"] == pytest.approx(0.5 / 4)  # ceil(7/2) = 4
-    spent = math.fsum(e.epsilon * e.count for e in test.privacy_events())
-    assert spent == pytest.approx(2.0)
+    paid = paper.n_fallbacks * paper.fallback_epsilon
+    assert figures["sparse_vector_epsilon_"] + paid == pytest.approx(2.0)
 
 
 def test_noisy_mean_joint_composition():
     # laplace composes the T + 1 instances with ceil(T/2) fallback slots (a
     # noisy mean adds 2 to c, so no more occur) by optimal composition: one
-    # event of the whole budget, and
-    # each noisy mean gets share / (1 - share) of an instance's eps0, more
-    # than the paper's structure gives it.
+    # event of the whole budget, and each noisy mean gets share / (1 - share)
+    # of an instance's eps0. The threshold is far below that of the paper's
+    # structure (209 against 305 for its exact calibration); each of the at
+    # most 4 noisy means gets less (0.071 against 0.125).
     X, y = make_regression(n_samples=400, n_features=3, random_state=0)
     reg = SoftLabelPrivateRegressor(
         n_estimators=10,
@@ -361,16 +353,11 @@ def test_noisy_mean_joint_composition():
     ]
     assert reg.fallback_epsilon_ == pytest.approx(cal.per_instance_epsilon / 3)
     assert cal.composed_epsilon <= 2.0
-    paper = SoftLabelTest.calibrate(
-        2.0,
-        1e-5,
-        max_unstable=7,
-        n_bins=10,
-        calibration="exact",
-        fallback="noisy_mean",
-        noisy_mean_share=0.25,
+    paper = soft_label_reference(
+        "exact", 2.0, 1e-5, 7, fallback="noisy_mean", noisy_mean_share=0.25
     )
-    assert reg.threshold_ < paper.calibration.threshold
+    assert reg.threshold_ == 209 and round(paper.threshold) == 305
+    assert reg.fallback_epsilon_ == pytest.approx(0.0715, abs=1e-4)
 
 
 # -- base estimators ---------------------------------------------------------

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _reference import soft_label_reference, stability_reference
 from scipy.stats import binom
 from sklearn.datasets import make_classification
 from sklearn.dummy import DummyClassifier
@@ -188,10 +189,9 @@ def test_laplace_with_fallback_composes_jointly(epsilon, T):
     assert T * difference_tail(
         int(cal.threshold) + 1, cal.query_scale, cal.threshold_scale
     ) <= cal.stability_delta * (1 + 1e-12)
-    # Jointly composed, both parts get more than the paper's structure gives.
-    exact = calibrate_sparse_vector(
-        epsilon, 1e-5, T, "exact", n_fallbacks=T, fallback_share=0.5
-    )
+    # Jointly composed, both parts get more than the paper's structure gives
+    # (its exact calibration, the reference in tests/_reference.py).
+    exact = stability_reference("exact", epsilon, 1e-5, T)
     assert cal.threshold < exact.threshold
     assert cal.fallback_epsilon > exact.fallback_epsilon
 
@@ -200,10 +200,8 @@ def test_reference_figures_of_the_issue_at_share_one_half():
     # (1, 1e-5, T = 100), noisy-max share 0.5: w 4,886 -> 3,000 with the two
     # parts composed as pure releases, 2,375 by the alternating game (the
     # fallback is bounded range); each fallback's epsilon 0.005 -> 0.018 ->
-    # 0.023.
-    exact = calibrate_sparse_vector(
-        1.0, 1e-5, 100, "exact", n_fallbacks=100, fallback_share=0.5
-    )
+    # 0.023. (The paper's structure, exact: the reference.)
+    exact = stability_reference("exact", 1.0, 1e-5, 100)
     pure = calibrate_sparse_vector(
         1.0, 1e-5, 100, n_fallbacks=100, fallback_share=0.5, fallback_kind="pure"
     )
@@ -244,13 +242,19 @@ def test_epsilon_after_is_monotone_and_within_budget():
             1.0,
             1e-5,
             50,
+            "laplace",
+            n_fallbacks=50,
+            fallback_share=0.3,
+            fallback_kind="pure",
+        ),
+        calibrate_sparse_vector(
+            1.0,
+            1e-5,
+            50,
             "gaussian",
             max_queries=500,
             n_fallbacks=50,
             fallback_share=0.3,
-        ),
-        calibrate_sparse_vector(
-            1.0, 1e-5, 50, "exact", n_fallbacks=50, fallback_share=0.3
         ),
     ):
         values = [cal.epsilon_after(n, n) for n in range(0, 51, 5)]
@@ -380,8 +384,8 @@ def test_soft_labels_take_every_route():
     from sklearn.datasets import make_regression
 
     Xr, yr = make_regression(n_samples=400, n_features=3, random_state=0)
-    # The paper calibrations ("exact", ...) are the mechanism's reference
-    # implementations (test_calibration); the estimator offers the noise.
+    # The paper's calibrations ("exact", ...) are reference implementations
+    # in the tests (tests/_reference.py); the estimator offers the noise.
     for name in ("laplace", "gaussian"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -518,6 +522,11 @@ def test_soft_label_laplace_pays_ceil_half_T_slots(epsilon, T):
     assert log_delta <= math.log(cal.sparse_vector_delta)
     assert cal.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
     assert cal.threshold < loose.threshold
+    # The paper's structure (its exact calibration, the reference): T + 1
+    # draws and the same ceil(T/2) noisy means paid apart.
+    exact = soft_label_reference("exact", epsilon, 1e-5, T, fallback="noisy_mean")
+    assert exact.cutoff == T + 1 and exact.n_fallbacks == slots
+    assert cal.threshold < exact.threshold
 
 
 # -- rounding: every optimal-composition delta is rounded up --------------------------
@@ -564,8 +573,28 @@ def test_optimal_composition_deltas_are_rounded_up(eps_a, k_a, eps_b, k_b, epsil
         assert exact <= kov <= exact * (1 + 1e-10)
 
 
-def test_alternating_route_at_very_large_epsilon():
+@pytest.mark.parametrize("epsilon", [1000.0, 5000.0])
+def test_alternating_route_at_very_large_epsilon(epsilon):
     # Per-release epsilons beyond the game's floating point keep the
-    # two-pure-kinds figure instead of overflowing.
-    cal = calibrate_sparse_vector(5000.0, 1e-5, 10, n_fallbacks=10, fallback_share=0.5)
-    assert cal.admissible and cal.name in ("laplace", "pure", "exact", "paper")
+    # two-pure-kinds figure and its certificate instead of overflowing. (The
+    # route used to label that figure "alternating", whose certificate the
+    # game cannot give there: laplace was inadmissible and "auto" fell back
+    # to the paper's pure calibration.)
+    cal = calibrate_sparse_vector(epsilon, 1e-5, 10, n_fallbacks=10, fallback_share=0.5)
+    assert cal.name == "laplace" and cal.composition == "joint" and cal.admissible
+    eps0 = cal.per_instance_epsilon
+    log_delta = two_kind_log_delta(eps0, 10, cal.fallback_epsilon, 10, epsilon)
+    assert log_delta <= math.log(cal.sparse_vector_delta)
+    assert 10 * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+    assert cal.threshold < stability_reference("pure", epsilon, 1e-5, 10).threshold
+
+
+def test_laplace_route_when_the_game_search_fails():
+    # At 300 pairs the game runs in blocks; near epsilon 700 its search for a
+    # larger eps0 meets a NaN delta (a ValueError in the accounting). The
+    # route keeps the two kinds' eps0 and asks the game to certify that.
+    cal = calibrate_sparse_vector(700.0, 1e-3, 300, n_fallbacks=300, fallback_share=0.2)
+    assert cal.name == "laplace" and cal.admissible
+    assert 300 * cal.tail_probability <= cal.stability_delta * (1 + 1e-12)
+    paper = stability_reference("pure", 700.0, 1e-3, 300, noisy_max_share=0.2)
+    assert cal.threshold < paper.threshold

@@ -68,7 +68,16 @@ def markdown_to_rst(markdown, title_underline=None):
     while i < len(lines):
         line = lines[i]
         stripped = line.strip()
-        if stripped.startswith("#"):
+        if stripped.startswith("```"):
+            # A fenced block (a script's literal output): a literal block.
+            i += 1
+            out += ["", "::", ""]
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                out.append("   " + lines[i] if lines[i].strip() else "")
+                i += 1
+            out.append("")
+            i += 1  # the closing fence
+        elif stripped.startswith("#"):
             text = _inline(stripped.lstrip("#").strip())
             if title_underline and stripped.startswith("# "):
                 out += ["", text, title_underline * max(len(text), 4), ""]

@@ -268,7 +268,7 @@ for name, regime in regimes.items():
 # at 0 answered: their height is the accuracy a passing query would have.
 
 markers = {
-    ("sparse_vector", "exact"): ("X", "sparse vector (exact)"),
+    ("sparse_vector", "laplace"): ("X", "sparse vector (laplace)"),
     ("private_prediction", "basic"): ("v", "exponential (basic)"),
     ("private_prediction", "zcdp"): ("^", "exponential (zcdp)"),
     ("private_prediction", "rdp"): ("o", "exponential (rdp)"),

@@ -9,7 +9,6 @@ per class (through the fused path when every teacher is linear).
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, output_dtype, warn_if_delta_large
+from .._warn import warn_user
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 
@@ -97,7 +97,7 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             raise ValueError(
                 f"delta must be in (0, 1) for {type(self).__name__}, got {delta!r}."
             )
-        warn_if_delta_large(delta, n_samples, stacklevel=5)
+        warn_if_delta_large(delta, n_samples)
 
     #: Rows per teacher that ``n_estimators="auto"`` keeps at least.
     _min_rows_per_teacher = MIN_SAMPLES_PER_SHARD
@@ -158,12 +158,11 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
                     f"{name}."
                 )
         if rows < _FEW_ROWS_PER_SHARD:
-            warnings.warn(
+            warn_user(
                 f"n_estimators={n_estimators} leaves {rows} rows per teacher: "
                 "teachers this small rarely learn more than the majority "
                 "class. Fewer, larger shards (or a public feature map) help.",
                 UserWarning,
-                stacklevel=6,
             )
 
     def _resolve_n_estimators(self, n_samples):
@@ -274,7 +273,7 @@ def _watch_for_one_class(model, index):
         return
     state.one_class_warned = True
     top = model.classes_[int(counts.argmax())]
-    warnings.warn(
+    warn_user(
         f"{counts.max() / total:.1%} of the {total} answers {type(model).__name__} "
         f"released so far name one class ({top!r}). If its teachers vote that "
         "class on almost every query, they learned little but the majority "
@@ -283,7 +282,6 @@ def _watch_for_one_class(model, index):
         "help. (This check reads only the released answers: it is free and "
         "private.)",
         UserWarning,
-        stacklevel=4,
     )
 
 

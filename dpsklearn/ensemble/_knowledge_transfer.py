@@ -66,8 +66,12 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         parameters (``epsilon``, ``delta``, ``max_queries``, ``classes``,
         ``accountant``) set the price of the labels.
     student : classifier, default=None
-        Any scikit-learn classifier; ``None`` means
-        :class:`~sklearn.linear_model.LogisticRegression`. With
+        Any scikit-learn classifier; ``None`` means a clone of the teacher's
+        own base estimator (its ``estimator``: it takes ``X_public`` in the
+        form the teachers take ``X``, a DataFrame through a
+        ``ColumnTransformer`` included), or
+        :class:`~sklearn.linear_model.LogisticRegression` when the teacher
+        has none. With
         ``query_strategy="uncertainty"`` it needs ``predict_proba`` or
         ``decision_function``.
     query_strategy : {"sequential", "uncertainty"}, default="sequential"
@@ -168,8 +172,13 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
     def _default_teacher():
         return PrivatePredictionClassifier()
 
-    @staticmethod
-    def _default_student():
+    def _default_student(self):
+        # The teachers' own model reads X_public as the teachers read X (a
+        # DataFrame through its ColumnTransformer, text through its
+        # vectoriser); a plain LogisticRegression would fail on such rows.
+        base = getattr(self._teacher(), "estimator", None)
+        if base is not None and is_classifier(base):
+            return clone(base)
         return LogisticRegression()
 
     def _check_teacher(self, teacher):

@@ -30,6 +30,7 @@ from .._base import RefusesSeveredCopies, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
+from .._warn import warn_user
 from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning, StudentFitError
 
 __all__ = ["BaseKnowledgeTransfer"]
@@ -104,12 +105,11 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             check_is_fitted(self.teacher)
         except (NotFittedError, TypeError):
             return
-        warnings.warn(
+        warn_user(
             "the teacher passed as a parameter is already fitted: it stays in "
             "this object's parameters and holds the private data. Publish "
             "student_ alone, or set_params(teacher=None) before publishing.",
             PrivacyLeakWarning,
-            stacklevel=4,
         )
 
     # -- validation: one place for the rows of every knowledge-transfer student
@@ -372,12 +372,11 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             abstained.append(abstain)
             if exhausted is not None:
                 n_asked = sum(len(rows) for rows in asked)
-                warnings.warn(
+                warn_user(
                     f"the teacher's budget ran out after labelling {n_asked} of "
                     f"{n_queries} public rows to ask about; the other rows stay "
                     "unlabelled.",
                     UserWarning,
-                    stacklevel=4,
                 )
                 break
             keep = ~abstain

@@ -13,7 +13,6 @@ query row asked again gets the answer already released for it, free
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import Any, Literal
 
@@ -25,6 +24,7 @@ from sklearn.utils.metaestimators import available_if
 from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import abstain_label_for, take_rows
+from .._warn import warn_user
 from ..mechanisms import (
     Exponential,
     GNMax,
@@ -316,13 +316,12 @@ class PrivatePredictionClassifier(
         )
         needed = private_prediction_r(options.target_error, epsilon_per_query)  # Thm 1
         if needed > supported:
-            warnings.warn(
+            warn_user(
                 f"n_estimators='auto': Theorem 1 asks for r={needed} teachers "
                 f"(eps_q={epsilon_per_query:.4g}, target_error="
                 f"{options.target_error}), but n_samples={n_samples} supports "
                 f"only k={supported} at 20 rows per shard; using k={supported}.",
                 UserWarning,
-                stacklevel=6,
             )
         return min(needed, supported)
 

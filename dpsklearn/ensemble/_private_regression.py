@@ -13,7 +13,6 @@ the public ``target_range`` itself
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -24,6 +23,7 @@ from sklearn.linear_model import Ridge
 from .._base import FitPlan, keeps_live_model
 from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
+from .._warn import warn_user
 from ..mechanisms import (
     AdaptiveRange,
     ClippedMean,
@@ -235,7 +235,7 @@ default="adaptive_range"
         )
         y = check_regression_targets(y)
         X, y = self._validate_input(X, y, y_numeric=True)
-        lo, hi = check_target_range(self.target_range, y, type(self).__name__, 6)
+        lo, hi = check_target_range(self.target_range, y, type(self).__name__)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=False)
         self._check_teacher(n_samples, classifier=False)
@@ -290,10 +290,9 @@ default="adaptive_range"
         )
         message = plan.message()
         if message:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__} with k={n_estimators} teachers: {message}",
                 UserWarning,
-                stacklevel=6,
             )
 
     def _teacher_predictions(self, X):

@@ -10,7 +10,6 @@ corrections of ``docs/corrections.rst``, "Soft-label calibration").
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from .._validation import (
     n_rows,
     take_rows,
 )
+from .._warn import warn_user
 from ..mechanisms import MechanismOptions, SoftLabelHistogram, resolve_mechanism
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_outputs
@@ -295,7 +295,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         calibration = mechanism.calibration
         best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
         if best_distance <= calibration.threshold:
-            warnings.warn(
+            warn_user(
                 f"n_estimators='auto' chose k={n_estimators} teachers (20 rows "
                 f"per shard); even unanimous soft labels give distance "
                 f"{best_distance}, below the stability threshold "
@@ -303,7 +303,6 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
                 f"max_unstable={options.max_unstable}), so almost every query "
                 f"goes to the fallback ({options.fallback!r}).",
                 UserWarning,
-                stacklevel=6,
             )
 
     # -- predict -------------------------------------------------------------

@@ -12,7 +12,6 @@ before any teacher is trained (``docs/choosing.rst``).
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import Any, Literal
 
@@ -23,6 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import abstain_label_for, n_rows, take_rows
+from .._warn import warn_user
 from ..mechanisms import (
     ConfidentGNMax,
     MechanismOptions,
@@ -409,7 +409,7 @@ default="auto"
         plan = self._plan_stability(stability, n_samples, fixed_k)
         if plan.can_pass and plan.expected_answered >= _AUTO_STABILITY_SHARE:
             return stability
-        warnings.warn(
+        warn_user(
             f"mechanism='auto' chose ConfidentGNMax: with {n_samples} training "
             f"rows at epsilon={self.epsilon}, the sparse vector stability test "
             f"(threshold w={plan.threshold:.0f}) is expected to answer "
@@ -427,7 +427,6 @@ default="auto"
             "PrivatePredictionClassifier (an answer to every query), or "
             "KnowledgeTransferClassifier (a published student).",
             UserWarning,
-            stacklevel=5,
         )
         return ConfidentGNMax()
 
@@ -472,7 +471,7 @@ default="auto"
             # Nothing at all will be answered. A warning, not an error: inside
             # a search over epsilon such a candidate scores its abstentions
             # (answered fraction 0) instead of failing to fit.
-            warnings.warn(
+            warn_user(
                 f"SparseVector(fallback='abstain') with k={n_estimators} teachers "
                 f"at epsilon={self.epsilon} will answer nothing: even unanimous "
                 f"votes (distance {best_distance}) pass the stability test "
@@ -482,7 +481,6 @@ default="auto"
                 "max_unstable, mechanism=ConfidentGNMax() or the default "
                 "mechanism='auto', or PrivatePredictionClassifier.",
                 UserWarning,
-                stacklevel=6,
             )
             return
         what = (
@@ -495,7 +493,7 @@ default="auto"
             f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
             f"answered with unstable_fraction={options.unstable_fraction}"
         )
-        warnings.warn(
+        warn_user(
             f"SubsampleAggregateClassifier with k={n_estimators} teachers "
             f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
             f"epsilon={self.epsilon}): {what}. More training rows, a larger "
@@ -504,7 +502,6 @@ default="auto"
             "mechanism=ConfidentGNMax(), PrivatePredictionClassifier or "
             "KnowledgeTransferClassifier.",
             UserWarning,
-            stacklevel=6,
         )
 
     def _warn_if_public_answers_cannot_pass(self, options, mechanism, n_estimators):
@@ -520,14 +517,13 @@ default="auto"
             if options.fallback == "abstain" and unanimous < _NOTHING_PASSES
             else "fails almost every test"
         )
-        warnings.warn(
+        warn_user(
             f"PublicPrior with k={n_estimators} teachers at epsilon={self.epsilon} "
             f"{outcome}: even all {n_estimators} teachers agreeing with the public "
             f"answer pass its threshold ({calibration.threshold:.0f} votes plus "
             f"noise) with probability {unanimous:.2g}. Use more teachers, a "
             "larger epsilon, a smaller max_unstable or a larger disagreement.",
             UserWarning,
-            stacklevel=6,
         )
 
     def _confident_gnmax(self, options, n_samples, classes):
@@ -542,7 +538,7 @@ default="auto"
             n_classes=len(classes),
         )
         if mechanism.threshold > n_estimators:
-            warnings.warn(
+            warn_user(
                 f"ConfidentGNMax with k={n_estimators} teachers: the vote "
                 f"threshold {mechanism.threshold:.0f} exceeds k (noise sigma2="
                 f"{mechanism.calibration.sigma_argmax:.0f} for max_answers="
@@ -551,7 +547,6 @@ default="auto"
                 "noise can pass the threshold check; use more teachers, fewer "
                 "max_answers or max_queries, or a larger epsilon.",
                 UserWarning,
-                stacklevel=6,
             )
         resolved = clone(options).set_params(
             max_answers=mechanism.calibration.max_answers

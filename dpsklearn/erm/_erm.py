@@ -52,7 +52,6 @@ distribution is exact only up to about ``2**-53``.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from numbers import Integral, Real
 from typing import Any
@@ -70,6 +69,7 @@ from .._validation import (
     check_regression_targets,
     naming_empty_input,
 )
+from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import ExponentialSelection
 from ._hypotheses import (
@@ -363,12 +363,11 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
 
     def _target_range(self, y):
         if self.target_range is None:
-            warnings.warn(
+            warn_user(
                 "target_range is None: it is taken from the minimum and maximum "
                 "of the private targets, which reveals them. Pass the public "
                 "range as `target_range`.",
                 PrivacyLeakWarning,
-                stacklevel=4,
             )
             lo, hi = float(np.min(y)), float(np.max(y))
             if lo == hi:

@@ -11,7 +11,6 @@ the fit: only the chosen hypothesis does.
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 from typing import Any
 
@@ -23,6 +22,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .._param_validation import Interval, ValidatesParameters
+from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 
 __all__ = [
@@ -195,12 +195,11 @@ def _check_bounds_pair(lo, hi, name):
 
 
 def _infer_bounds(X, name):
-    warnings.warn(
+    warn_user(
         f"{name} is None: the threshold grid is placed between the minimum and "
         "maximum of the private training data, which reveals them. Pass public "
         f"bounds as `{name}`.",
         PrivacyLeakWarning,
-        stacklevel=4,
     )
     if sparse.issparse(X):
         lo = np.asarray(X.min(axis=0).toarray(), dtype=np.float64).ravel()

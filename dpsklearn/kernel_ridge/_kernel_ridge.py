@@ -27,7 +27,6 @@ scikit-learn's ``working_memory`` (:mod:`._sharding`; ``docs/design.rst``,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -54,6 +53,7 @@ from .._validation import (
     take_rows,
     warn_if_delta_large,
 )
+from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
     MechanismOptions,
@@ -464,12 +464,11 @@ default="output_perturbation"
     def _resolve_target_range(self, y):
         """``(lo, hi)``: ``(-M, M)`` for a bound ``M``, the pair for a range."""
         if self.y_bound is None:
-            warnings.warn(
+            warn_user(
                 "y_bound is None: the target bound M is taken from the private "
                 "training labels (max |y|), which the noise scale then reveals. "
                 "Pass the public bound (or range) as `y_bound`.",
                 PrivacyLeakWarning,
-                stacklevel=6,
             )
             bound = float(np.max(np.abs(y)))
             bound = bound if bound > 0 else 1.0  # any positive M bounds all-zero y
@@ -492,13 +491,12 @@ default="output_perturbation"
         given = self._kernel_params().get("x_bound")
         if given is not None:
             return float(given)
-        warnings.warn(
+        warn_user(
             f"kernel_params['x_bound'] is unset: the row-norm bound of "
             f"kernel={self.kernel!r} is taken from the private training rows "
             "(their largest norm), which the noise scale then reveals. Pass the "
             "public bound as kernel_params={'x_bound': ...}.",
             PrivacyLeakWarning,
-            stacklevel=6,
         )
         bound = float(np.max(row_norms(X)))
         return bound if bound > 0 else 1.0
@@ -564,7 +562,7 @@ default="output_perturbation"
         )
         n_samples, n_features = X.shape
         kernel, gamma, degree, coef0 = self._check_kernel(n_features, options)
-        warn_if_delta_large(float(self.delta), n_samples, stacklevel=6)
+        warn_if_delta_large(float(self.delta), n_samples)
         lo, hi = self._resolve_target_range(y)
         if isinstance(options, SufficientStatistics):
             return self._plan_statistics(options, X, y, kernel, gamma, (lo, hi))

@@ -117,12 +117,12 @@ from ._repeat_select import RUN_DISTRIBUTIONS, RepeatedSelection, curve_of_event
 from ._selection import ChunkedQueries, ExponentialSelection, HistogramRelease
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
+    REMOVED_SPARSE_VECTOR_CALIBRATIONS,
+    SPARSE_VECTOR_CALIBRATION_OPTION,
     SPARSE_VECTOR_CALIBRATIONS,
     SparseVectorCalibration,
     calibrate_sparse_vector,
     sparse_vector_candidates,
-    stability_tail_bound,
-    stability_tail_probability,
 )
 from ._sparse_vector_tails import noise_quantiles, noise_survival
 from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
@@ -154,7 +154,9 @@ __all__ = [
     "moment_sensitivity",
     "GAUSSIAN_CALIBRATIONS",
     "RUN_DISTRIBUTIONS",
+    "REMOVED_SPARSE_VECTOR_CALIBRATIONS",
     "SPARSE_VECTOR_CALIBRATIONS",
+    "SPARSE_VECTOR_CALIBRATION_OPTION",
     "ChunkedQueries",
     "ClippedMean",
     "ConfidentGNMax",
@@ -212,8 +214,6 @@ __all__ = [
     "soft_label_bins",
     "soft_label_histograms",
     "sparse_vector_candidates",
-    "stability_tail_bound",
-    "stability_tail_probability",
     "value_release",
     "vote_counts",
     "weight_sensitivity",

@@ -92,6 +92,11 @@ def agreement_margin(
     return int(high)
 
 
+#: The score of a public answer that is no class: below any noisy threshold
+#: (noise draws are many orders of magnitude smaller), so the query fails.
+_NO_CLASS_SCORE = -(2**60)
+
+
 class PublicPriorEngine(StabilityEngine):
     """Runs :class:`PublicPriorTest`: the statistic is ``(votes, public_index)``."""
 
@@ -100,8 +105,11 @@ class PublicPriorEngine(StabilityEngine):
         votes = np.asarray(votes)
         public = np.asarray(public, dtype=np.int64)
         known = public >= 0
-        # The teachers' votes for the public answer (0 when it is no class).
-        score = np.zeros(votes.shape[0], dtype=np.int64)
+        # The teachers' votes for the public answer. An answer that is no class
+        # gets a constant far below any threshold: it fails (a constant query
+        # has sensitivity 0), so a pass never releases a label outside the
+        # classes (docs/design.rst, "The public-prior test").
+        score = np.full(votes.shape[0], _NO_CLASS_SCORE, dtype=np.int64)
         score[known] = votes[np.flatnonzero(known), public[known]]
         passed, n_done = self.test.run(score)
         labels = public[:n_done].copy()

@@ -44,13 +44,19 @@ import numpy as np
 from scipy.stats import norm
 
 from ..accounting import (
+    alternating_delta,
     kov_max_epsilon0_unchecked,
     largest_alternating_scale,
     largest_two_kind_scale,
 )
 from ._sparse_vector_tails import smallest_tail_index
 
-__all__ = ["gaussian_route", "laplace_route", "rdp_route_epsilon"]
+__all__ = [
+    "alternating_certified",
+    "gaussian_route",
+    "laplace_route",
+    "rdp_route_epsilon",
+]
 
 #: Fractions of delta given to the composition (the rest to the stability
 #: part) and shares of eps0 given to the threshold noise (1/2 is the classic
@@ -73,6 +79,32 @@ _FALLBACK_ZCDP = {"bounded_range": 1.0 / 8.0, "pure": 1.0 / 2.0}
 
 
 # -- laplace --------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
+def alternating_certified(eps0, fallback_epsilon, pairs, epsilon, delta):
+    """Whether the exact alternating game certifies ``pairs`` within the budget.
+
+    ``pairs`` AboveThreshold instances of ``eps0``, each followed by an
+    exponential-mechanism answer of ``fallback_epsilon`` (bounded range),
+    composed by :func:`~dpsklearn.accounting.alternating_delta` to at most
+    ``delta`` at ``epsilon``. False where the game leaves its floating point
+    (it overflows, or meets a NaN, at budgets of a few hundred), so that the
+    caller keeps a composition that does certify.
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms._sparse_vector_routes import alternating_certified
+    >>> alternating_certified(0.02, 0.02, 100, 1.0, 1e-5)
+    True
+    >>> alternating_certified(450.0, 450.0, 10, 700.0, 1e-5)
+    False
+    """
+    try:
+        game = alternating_delta(eps0, fallback_epsilon, pairs, epsilon)
+    except (OverflowError, ValueError):  # ValueError: a NaN in the blocks
+        return False
+    return bool(game <= delta)  # False for a NaN
+
+
 def _laplace_scales(eps0, threshold_share):
     """``(s_q, s_t)`` with ``1/s_t = share eps0`` and ``2/s_q = (1 - share) eps0``."""
     return 2.0 / ((1.0 - threshold_share) * eps0), 1.0 / (threshold_share * eps0)
@@ -174,9 +206,15 @@ def laplace_route(
         # split (searching the split again moves w by 0.1 % and costs five
         # times the time), and the noise split again: a valid calibration.
         ratio = share / (1.0 - share)
-        game_eps0 = largest_alternating_scale(
-            epsilon, fraction * delta, cutoff, ratio, eps0
-        )
+        try:
+            game_eps0 = largest_alternating_scale(
+                epsilon, fraction * delta, cutoff, ratio, eps0
+            )
+        except (ValueError, OverflowError):
+            # The search left the game's floating point (a NaN delta in the
+            # blocks beyond 150 pairs, at budgets of a few hundred): keep the
+            # two kinds' eps0, which the game then does not have to certify.
+            game_eps0 = eps0
         log_target = math.log((delta - delta_sv) / cutoff)
         best = None
         for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
@@ -184,7 +222,13 @@ def laplace_route(
             m = smallest_tail_index(log_target, q, t, "laplace")
             if best is None or (m, u) < best[0]:
                 best = ((m, u), q, t)
-        if best[0][0] <= n:
+        # Only where the game certifies it (the check the calibration
+        # repeats); beyond the game's floating point the two-kinds
+        # composition that chose eps0 certifies the test instead.
+        game_fallback = game_eps0 * share / (1.0 - share)
+        if best[0][0] <= n and alternating_certified(
+            game_eps0, game_fallback, cutoff, epsilon, fraction * delta
+        ):
             (n, _), s_q, s_t = best
             eps0 = game_eps0
             composition = "alternating"

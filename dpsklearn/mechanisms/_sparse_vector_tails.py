@@ -23,12 +23,8 @@ from __future__ import annotations
 
 import functools
 import math
-from numbers import Real
 
 import numpy as np
-
-from .._param_validation import Interval
-from .._validation import FINITE_POSITIVE, validate_params
 
 __all__ = [
     "difference_log_tail",
@@ -36,11 +32,7 @@ __all__ = [
     "noise_quantiles",
     "noise_survival",
     "smallest_tail_index",
-    "stability_tail_bound",
-    "stability_tail_probability",
 ]
-
-_FINITE = Interval(Real, -math.inf, math.inf, closed="neither")
 
 # Relative safety margin on every computed tail: floating-point rounding in
 # the sums is below 1e-12 relative; the margin keeps each bound on the side
@@ -351,128 +343,3 @@ def _exact_tail(n, query_scale, threshold_scale, noise):
     if n >= 1:
         return math.exp(_laplace_log_tail_positive(n, query_scale, threshold_scale))
     return -math.expm1(_laplace_log_tail_positive(1 - n, query_scale, threshold_scale))
-
-
-# -- the paper's structure: the tail of DLap(2 lam) - DLap(lam) --------------------
-def _tail_n(threshold):
-    """Smallest integer n with n > threshold (the difference is an integer)."""
-    return math.floor(threshold) + 1
-
-
-def _log_tail_at_least(n, b, log_b):
-    """log P(D >= n) for an integer n >= 1, D = DLap(2 lam) - DLap(lam).
-
-    Derivation (``docs/design.rst``, "The sparse vector stability test").
-    With ``a = b`` and ``c = b**2`` the geometric parameters of DLap(2 lam)
-    and DLap(lam), the pmf of D = Z1 + (-Z2) (both
-    symmetric) is, for d >= 0, a convolution of two two-sided geometric
-    series::
-
-        P(D = d) = K [ c^d (1/(1-ac) - a/(a-c)) + a^d (1/(1-ac) + c/(a-c)) ]
-
-    with ``K = (1-a)(1-c) / ((1+a)(1+c)) = (1-b)^2 / (1+b^2)``. Summing the
-    two geometric tails from d = n and simplifying with ``a = b, c = b^2``::
-
-        P(D >= n) = b^n / (1+b+b^2) * [ (1+b) - b^(n+1) / (1+b^2) ].
-
-    The first term alone is :func:`stability_tail_bound`; the bracket lies in
-    (1/2, 2), so the product is well conditioned and only ``b^n`` needs log space.
-    """
-    # ``log_b = -1/(2 lam)`` is passed exactly, not recomputed from ``b``.
-    bracket = (1.0 + b) - math.exp((n + 1) * log_b) / (1.0 + b * b)
-    return n * log_b + math.log(bracket) - math.log1p(b + b * b)
-
-
-def _b_of(noise_scale):
-    log_b = -1.0 / (2.0 * noise_scale)
-    return math.exp(log_b), log_b
-
-
-@validate_params(
-    {
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [_FINITE],
-    },
-    prefer_skip_nested_validation=True,
-)
-def stability_tail_probability(noise_scale, threshold):
-    """Exact probability that the stability test passes an unstable query.
-
-    Returns ``P(Z1 - Z2 > w)`` for independent ``Z1 ~ DLap(2 lam)`` and
-    ``Z2 ~ DLap(lam)``, where ``DLap(t)`` has ``P(z) = (1-a)/(1+a) a^|z|``,
-    ``a = exp(-1/t)`` (``docs/design.rst``, "Noise primitives"). Since ``Z1 - Z2`` is an
-    integer the event is ``Z1 - Z2 >= floor(w) + 1``.
-
-    Parameters
-    ----------
-    noise_scale : float
-        The threshold noise scale ``lam`` (> 0); the query noise has scale
-        ``2 lam``.
-    threshold : float
-        The threshold ``w`` (any finite real).
-
-    Returns
-    -------
-    p : float
-        With ``b = exp(-1/(2 lam))`` and ``n = floor(w) + 1 >= 1``,
-        ``p = b^n / (1+b+b^2) * ((1+b) - b^(n+1) / (1+b^2))``; for ``n <= 0``
-        the symmetry of ``Z1 - Z2`` gives ``1 - P(Z1 - Z2 >= 1 - n)``.
-
-    See Also
-    --------
-    stability_tail_bound : the simpler upper bound.
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import stability_tail_probability
-    >>> p = stability_tail_probability(10.0, 100.0)
-    >>> bool(p < 1e-2 / 2)
-    True
-    """
-    return _tail(float(noise_scale), float(threshold))
-
-
-def _tail(noise_scale, threshold):
-    """:func:`stability_tail_probability` without validation (for inner loops)."""
-    b, log_b = _b_of(noise_scale)
-    n = _tail_n(threshold)
-    if n >= 1:
-        return math.exp(_log_tail_at_least(n, b, log_b))
-    # D is symmetric: P(D >= n) = 1 - P(D <= n - 1) = 1 - P(D >= 1 - n).
-    return -math.expm1(_log_tail_at_least(1 - n, b, log_b))
-
-
-@validate_params(
-    {
-        "noise_scale": [FINITE_POSITIVE],
-        "threshold": [_FINITE],
-    },
-    prefer_skip_nested_validation=True,
-)
-def stability_tail_bound(noise_scale, threshold):
-    """The simple upper bound on :func:`stability_tail_probability`.
-
-    Parameters
-    ----------
-    noise_scale : float
-        The threshold noise scale ``lam`` (> 0).
-    threshold : float
-        The threshold ``w``.
-
-    Returns
-    -------
-    bound : float
-        ``b^(floor(w)+1) (1+b) / (1+b+b^2)`` with ``b = exp(-1/(2 lam))``,
-        capped at 1. It is below ``exp(-w / (2 lam))``.
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import stability_tail_bound
-    >>> round(stability_tail_bound(1.0, 0.0), 4)  # b (1 + b) / (1 + b + b^2)
-    0.4935
-    """
-    b, log_b = _b_of(float(noise_scale))
-    log_bound = (
-        _tail_n(float(threshold)) * log_b + math.log1p(b) - math.log1p(b + b * b)
-    )
-    return math.exp(min(0.0, log_bound))

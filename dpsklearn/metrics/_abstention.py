@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from sklearn.base import is_classifier
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.pipeline import Pipeline
 
+from .._warn import warn_user
 from ..exceptions import AbstentionWarning
 
 __all__ = [
@@ -89,9 +89,7 @@ def predict_with_abstentions(
     return y_pred, np.zeros(y_pred.shape[0], dtype=bool)
 
 
-def warn_if_abstained(
-    estimator: Any, abstained: NDArray[np.bool_], stacklevel: int = 3
-) -> None:
+def warn_if_abstained(estimator: Any, abstained: NDArray[np.bool_]) -> None:
     """Warn with :class:`~dpsklearn.AbstentionWarning` when rows were abstained on."""
     n_abstained = int(np.count_nonzero(abstained))
     if not n_abstained:
@@ -101,13 +99,12 @@ def warn_if_abstained(
         if is_classifier(estimator)
         else "answered with the fallback value; it enters the score as an answer"
     )
-    warnings.warn(
+    warn_user(
         f"{type(estimator).__name__}.score: the model abstained on {n_abstained} "
         f"of {len(abstained)} rows ({what}). Use "
         "dpsklearn.metrics.make_abstention_scorer() to see the answered fraction "
         "beside the score.",
         AbstentionWarning,
-        stacklevel=stacklevel,
     )
 
 

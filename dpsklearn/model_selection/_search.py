@@ -41,6 +41,7 @@ from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, take_rows
+from .._warn import warn_user
 from ..ensemble import KnowledgeTransferClassifier
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError
@@ -449,7 +450,7 @@ default="repeat_and_select"
             for category, message in probe(index, eps_c)[1]:
                 if (category, message) not in shown:
                     shown.add((category, message))
-                    warnings.warn(message, category, stacklevel=4)
+                    warn_user(message, category)
         return FitPlan(
             mechanism,
             X_train,

@@ -12,12 +12,12 @@ its copies fresh OS entropy
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from numbers import Integral
 
 import numpy as np
 
+from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 
 __all__ = ["NoiseSource", "make_noise_generators"]
@@ -52,12 +52,11 @@ def make_noise_generators(
     elif isinstance(noise_random_state, Integral) and not isinstance(
         noise_random_state, bool
     ):
-        warnings.warn(
+        warn_user(
             "noise_random_state is set: the mechanism noise is replayable by "
             "anyone who knows the seed, and refits reuse the same noise. Use "
             "it for tests and experiments only.",
             PrivacyLeakWarning,
-            stacklevel=3,
         )
         seq = np.random.SeedSequence(int(noise_random_state))
         reseed_on_copy = False

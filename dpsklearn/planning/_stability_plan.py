@@ -40,7 +40,7 @@ from .._validation import (
     FINITE_POSITIVE,
     validate_params,
 )
-from ..mechanisms import SPARSE_VECTOR_CALIBRATIONS, calibrate_sparse_vector
+from ..mechanisms import SPARSE_VECTOR_CALIBRATION_OPTION, calibrate_sparse_vector
 from ._sparse_vector import AGREEMENT, _min_distance_to_pass, distance_at_agreement
 
 __all__ = ["StabilityPlanRow", "plan_stability_test"]
@@ -145,7 +145,7 @@ def _k_grid(supported):
         "n_estimators": ["array-like", Integral, None],
         "max_unstable": ["array-like", Integral, None],
         "min_samples_per_shard": [COUNT],
-        "calibration": [StrOptions({"auto", *SPARSE_VECTOR_CALIBRATIONS})],
+        "calibration": [SPARSE_VECTOR_CALIBRATION_OPTION],
         "fallback": [StrOptions({"abstain", "noisy_max"})],
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
     },
@@ -191,7 +191,7 @@ def plan_stability_test(
     max_unstable : int or array-like of int, default=None
         The ``T`` to evaluate; None: 10 to 1,000.
     min_samples_per_shard : int, default=20
-    calibration : str, default="auto"
+    calibration : {"auto", "laplace", "gaussian"}, default="auto"
         As in :func:`~dpsklearn.mechanisms.calibrate_sparse_vector`
         (``"gaussian"`` is evaluated with ``max_queries = n_queries``).
     fallback : {"abstain", "noisy_max"}, default="abstain"

@@ -33,7 +33,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .._progress import Progress
-from ..exceptions import BudgetExhaustedError
+from .._warn import warn_user
+from ..exceptions import AbstentionWarning, BudgetExhaustedError
 
 if TYPE_CHECKING:
     from ._cache import RowKeys
@@ -221,6 +222,7 @@ def serve(
             padding[...] = fill
             answers = np.concatenate([answers, padding])
             abstained[n_answered:] = True
+            _warn_once_halted(state, method, n_rows - n_answered, n_rows)
         else:
             spends = [] if state.accountant is None else state.accountant.events
             raise BudgetExhaustedError(
@@ -241,4 +243,23 @@ def _print_status(state, method, n_new, n_rows):
         f"[{state.label}] {method}: released {n_new} new row(s) of {n_rows}; "
         f"query units spent {state.n_served} of {cap}; failed stability tests "
         f"{failed}"
+    )
+
+
+def _warn_once_halted(state, method, n_padded, n_rows):
+    """Say once per model that it has stopped answering, and why (public words).
+
+    After a halt or a spent ``max_queries`` every query is abstained on, for
+    free; a user looping over batches would otherwise only see it in the
+    mask. One warning per serving state, not per call.
+    """
+    if getattr(state, "halt_warned", False):
+        return
+    state.halt_warned = True
+    warn_user(
+        f"{state.exhausted_reason(method)}: {n_padded} of {n_rows} rows of this "
+        f"{method} call, and every later query, are abstained on (free; "
+        "return_abstained=True marks them, budget_status() reports the counters). "
+        "A new fit is a new release with a new budget.",
+        AbstentionWarning,
     )

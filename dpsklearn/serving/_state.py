@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._warn import warn_user
 from ..accounting import BudgetStore
 from ..exceptions import BudgetCopyWarning
 from ._status import BudgetStatus
@@ -318,14 +318,13 @@ class ServingState:
         if self._copy_warned or self.engine is None or self._copy_shares_state():
             return  # warned; one shared record; or released at fit (publishable)
         self._copy_warned = True
-        warnings.warn(
+        warn_user(
             f"copying a fitted {self.label or 'model'} (pickle, deepcopy, "
             "joblib.dump) whose serving state is in memory: the copy carries a "
             "second, independent budget, so the original and the copy together "
             "can release up to twice what (epsilon, delta) pays for. Fit with a "
             "PrivacyLedger as the accountant to keep one state across copies.",
             BudgetCopyWarning,
-            stacklevel=4,
         )
 
     def __setstate__(self, state):
