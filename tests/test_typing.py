@@ -5,11 +5,12 @@ subpackages: a function, or a class's own public methods (and its
 ``__init__``). Each parameter but ``self``/``cls`` is annotated, and so is
 the return (``__init__`` excepted). A decorated function is checked through
 its wrapper to the dpsklearn function it wraps (``inspect.unwrap``: the
-generator behind ``@contextmanager``), and a callable defined outside
-dpsklearn (the placeholder ``__init__`` that :class:`typing.Protocol` gives
-a protocol class) is not the package's to annotate. ``mypy`` checks that the hints agree
-with the code (``.ci/run``, stage "types"); this test checks that they are
-there. The package ships ``py.typed`` (PEP 561).
+generator behind ``@contextmanager``, the method behind scikit-learn's
+``available_if``); a callable defined outside dpsklearn (the placeholder
+``__init__`` that :class:`typing.Protocol` gives a protocol class) is not
+the package's to annotate. ``mypy`` checks that the hints agree with the
+code (``.ci/run``, stage "types"); this test checks that they are there.
+The package ships ``py.typed`` (PEP 561).
 """
 
 from __future__ import annotations
