@@ -13,6 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from joblib import Memory
 
 __all__ = ["config_context", "get_config", "set_config"]
 
@@ -56,7 +61,13 @@ def get_config() -> dict:
     return dict(_local())
 
 
-def set_config(teacher_cache="unchanged") -> None:
+def set_config(
+    teacher_cache: str
+    | os.PathLike[str]
+    | Memory
+    | Literal[False]
+    | None = "unchanged",
+) -> None:
     """Set dpsklearn's settings for the calling thread (and threads started later).
 
     Parameters
@@ -91,7 +102,14 @@ def set_config(teacher_cache="unchanged") -> None:
 
 
 @contextlib.contextmanager
-def config_context(*, teacher_cache="unchanged"):
+def config_context(
+    *,
+    teacher_cache: str
+    | os.PathLike[str]
+    | Memory
+    | Literal[False]
+    | None = "unchanged",
+) -> Iterator[None]:
     """Change dpsklearn's settings within a ``with`` block (this thread only).
 
     Parameters

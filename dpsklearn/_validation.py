@@ -28,6 +28,7 @@ import contextlib
 import math
 import re
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 from scipy import sparse
@@ -37,6 +38,9 @@ from sklearn.utils.validation import check_array, validate_data
 from ._param_validation import Interval, validate_params
 from ._warn import warn_user
 from .exceptions import PrivacyLeakWarning
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "COUNT",
@@ -207,7 +211,7 @@ def check_target_range(target_range, y, estimator_name):
 # -- input data ---------------------------------------------------------------
 
 
-def is_frame(X):
+def is_frame(X: Any) -> TypeGuard[pd.DataFrame | pd.Series]:
     """Whether ``X`` is a pandas DataFrame or Series (indexed by ``iloc``)."""
     return hasattr(X, "iloc") and hasattr(X, "shape")
 

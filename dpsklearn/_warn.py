@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from types import FrameType
 
 __all__ = ["warn_user"]
 
@@ -40,7 +41,7 @@ def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     >>> caught[0].message.args[0], caught[0].filename.endswith("_warn.py")
     ('checked', False)
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 2  # 1 is this function, 2 its caller
     while frame is not None and _inside_package(frame):
         frame = frame.f_back

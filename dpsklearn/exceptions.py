@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from numpy.typing import ArrayLike
+
 __all__ = [
     "AbstentionWarning",
     "BudgetCopyWarning",
@@ -39,7 +44,13 @@ class BudgetExhaustedError(RuntimeError):
     2
     """
 
-    def __init__(self, message, partial_predictions=None, n_answered=0, spends=None):
+    def __init__(
+        self,
+        message: str,
+        partial_predictions: ArrayLike | None = None,
+        n_answered: int = 0,
+        spends: Iterable[Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.partial_predictions = partial_predictions
         self.n_answered = int(n_answered)
@@ -104,7 +115,7 @@ class StudentFitError(ValueError):
     ([0, 3], ['a', 'a'])
     """
 
-    def __init__(self, message, rows, labels):
+    def __init__(self, message: str, rows: ArrayLike, labels: ArrayLike) -> None:
         super().__init__(message)
         self.rows = rows
         self.labels = labels

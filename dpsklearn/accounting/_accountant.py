@@ -88,7 +88,9 @@ class PrivacyAccountant(BaseAccountant):
         },
         prefer_skip_nested_validation=True,
     )
-    def __init__(self, epsilon=1.0, delta=0.0, composition="basic"):
+    def __init__(
+        self, epsilon: float = 1.0, delta: float = 0.0, composition: str = "basic"
+    ) -> None:
         self._init_state(epsilon, delta, composition, owned=False)
 
     def _init_state(self, epsilon, delta, composition, *, owned):
@@ -108,7 +110,7 @@ class PrivacyAccountant(BaseAccountant):
         return accountant
 
     @property
-    def shared(self):
+    def shared(self) -> bool:
         """False for the accountant a model made for itself, True otherwise."""
         return not self._owned_by_model
 

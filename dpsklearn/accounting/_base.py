@@ -24,8 +24,8 @@ import json
 import math
 import secrets
 import threading
-from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from ..exceptions import BudgetExhaustedError
 from ._composer import Composer, check_composition
@@ -91,9 +91,9 @@ class ModelRecord:
         state: dict,
         secret: dict | None,
         *,
-        write,
+        write: Callable[[int, dict, dict | None], None],
         keep_secret: bool = True,
-    ):
+    ) -> None:
         self.model_id = model_id
         self.version = int(version)
         self.state = state
@@ -178,10 +178,14 @@ class BudgetStore(Protocol):
     def shared(self) -> bool:
         """Whether the store is shared between fits (never copied with a model)."""
 
-    def register_model(self, label: str | None, state: dict, secret=None) -> str:
+    def register_model(
+        self, label: str | None, state: dict, secret: dict | None = None
+    ) -> str:
         """Create a record holding ``state`` (and ``secret``); return its id."""
 
-    def model_transaction(self, model_id: str) -> contextlib.AbstractContextManager:
+    def model_transaction(
+        self, model_id: str
+    ) -> contextlib.AbstractContextManager[ModelRecord]:
         """Open the record's transaction; yield its :class:`ModelRecord`."""
 
 
@@ -237,6 +241,7 @@ class BaseAccountant(abc.ABC):
     epsilon: float
     delta: float
     composition: str
+    _composer: Composer
 
     @property
     @abc.abstractmethod
@@ -284,7 +289,9 @@ class BaseAccountant(abc.ABC):
             records = self.__dict__.setdefault("_serving_records", _MemoryRecords())
         return records
 
-    def register_model(self, label: str | None, state: dict, secret=None) -> str:
+    def register_model(
+        self, label: str | None, state: dict, secret: dict | None = None
+    ) -> str:
         """Create a model record holding ``state``; return its random id.
 
         Parameters
@@ -349,14 +356,14 @@ class BaseAccountant(abc.ABC):
             return ApproximateEvent(epsilon, delta, count=count, label=label)
         return PureEvent(epsilon, count=count, label=label)
 
-    def can_spend_events(self, events):
+    def can_spend_events(self, events: Iterable[PrivacyEvent]) -> bool:
         """Whether all ``events`` together would fit now (records nothing)."""
         events = self._checked(events)
         with self._reading():
             self._composer.check_usable(events)
             return self._composer.copy().add(events).fits(self.epsilon, self.delta)
 
-    def spend_events(self, events):
+    def spend_events(self, events: Iterable[PrivacyEvent]) -> None:
         """Atomically record several events: all of them, or none (then raise).
 
         Raises
@@ -390,7 +397,7 @@ class BaseAccountant(abc.ABC):
             self._record(handle, recorded)
         self._composer = candidate
 
-    def can_spend(self, epsilon, delta=0.0, *, count=1):
+    def can_spend(self, epsilon: float, delta: float = 0.0, *, count: int = 1) -> bool:
         """Whether ``count`` releases of ``(epsilon, delta)`` would fit now.
 
         A pure release when ``delta = 0``, else an approximate one; for any
@@ -399,7 +406,14 @@ class BaseAccountant(abc.ABC):
         """
         return self.can_spend_events([self._simple_event(epsilon, delta, count, None)])
 
-    def spend(self, epsilon, delta=0.0, *, label=None, count=1):
+    def spend(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        label: str | None = None,
+        count: int = 1,
+    ) -> None:
         """Atomic check-and-spend of ``count`` releases of ``(epsilon, delta)``.
 
         A pure release when ``delta = 0``, else an approximate one; for any
@@ -423,13 +437,13 @@ class BaseAccountant(abc.ABC):
 
     # -- reading -------------------------------------------------------------
     @property
-    def events(self):
+    def events(self) -> list[PrivacyEvent]:
         """The recorded events, oldest first (a copy)."""
         with self._reading():
             return list(self._recorded())
 
     @property
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """The composed ``(epsilon, delta)`` spent so far: min(basic, composition).
 
         Under a tight composition the figure is stated at the budget's delta,
@@ -440,24 +454,24 @@ class BaseAccountant(abc.ABC):
             return self._composer.spent(self.delta)
 
     @property
-    def spent_basic(self):
+    def spent_basic(self) -> tuple[float, float]:
         """``(sum of epsilons, sum of deltas)``: what basic composition reports."""
         with self._reading():
             return self._composer.basic()
 
     @property
-    def remaining(self):
+    def remaining(self) -> tuple[float, float]:
         """``(epsilon, delta)`` still available under the composition."""
         epsilon, delta = self.spent
         return (max(0.0, self.epsilon - epsilon), max(0.0, self.delta - delta))
 
     @property
-    def composition_in_use(self):
+    def composition_in_use(self) -> str:
         """The composition the figures are computed under now (the filter rule)."""
         with self._reading():
             return self._composer.describe()
 
-    def epsilon_at(self, delta, composition=None):
+    def epsilon_at(self, delta: float, composition: str | None = None) -> float:
         """Composed epsilon of the recorded events at ``delta`` (min with basic).
 
         ``composition`` defaults to the one in use; any other can be asked
@@ -469,7 +483,7 @@ class BaseAccountant(abc.ABC):
             composer = Composer(check_composition(composition))
             return composer.add(self._recorded()).epsilon_at(float(delta))
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """Machine-readable totals: a dict of public figures."""
         with self._reading():
             basic = self._composer.basic()
@@ -493,7 +507,7 @@ class BaseAccountant(abc.ABC):
     def _report_footer(self, summary):
         return []
 
-    def report(self):
+    def report(self) -> str:
         """A readable table of every event and the composed totals.
 
         Lists each event (time, estimator label, kind, count, epsilon, delta,

@@ -252,7 +252,9 @@ def _game(eps0, k, epsilon, grid, delta_hint):
     },
     prefer_skip_nested_validation=True,
 )
-def bounded_range_delta(eps0, k, epsilon, *, grid=DEFAULT_GRID):
+def bounded_range_delta(
+    eps0: float, k: int, epsilon: float, *, grid: int = DEFAULT_GRID
+) -> float:
     """An upper bound on the delta of ``k`` adaptive ``eps0``-bounded-range mechanisms.
 
     The tight delta at ``epsilon`` of any adaptive composition of ``k``
@@ -309,7 +311,14 @@ def bounded_range_delta(eps0, k, epsilon, *, grid=DEFAULT_GRID):
     },
     prefer_skip_nested_validation=True,
 )
-def bounded_range_max_epsilon0(epsilon, delta, k, *, grid=DEFAULT_GRID, rtol=5e-4):
+def bounded_range_max_epsilon0(
+    epsilon: float,
+    delta: float,
+    k: int,
+    *,
+    grid: int = DEFAULT_GRID,
+    rtol: float = 5e-4,
+) -> float:
     """The largest ``eps0`` whose ``k`` adaptive bounded-range releases fit a budget.
 
     ``k`` releases at the returned ``eps0`` are ``(epsilon, delta)``-DP.

@@ -61,7 +61,7 @@ __all__ = [
 
 
 # -- zero-concentrated DP -----------------------------------------------------
-def zcdp_epsilon(rho, delta):
+def zcdp_epsilon(rho: float, delta: float) -> float:
     """Epsilon of a ``rho``-zCDP mechanism: ``rho + 2 sqrt(rho ln(1/delta))``.
 
     Bun and Steinke (2016), Proposition 1.3. Infinite at ``delta = 0`` unless
@@ -95,7 +95,7 @@ def zcdp_epsilon(rho, delta):
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
-def zcdp_rho(epsilon, delta):
+def zcdp_rho(epsilon: float, delta: float) -> float:
     """The largest ``rho`` with ``zcdp_epsilon(rho, delta) <= epsilon``.
 
     ``rho = (sqrt(L + epsilon) - sqrt(L))^2`` with ``L = ln(1/delta)``,
@@ -221,7 +221,7 @@ def cks_rho(epsilon: float, delta: float, rtol: float = 1e-9) -> float:
     return largest_certified(lambda rho: cks_epsilon(rho, delta), epsilon, rtol)
 
 
-def rdp_epsilon_of_rho(rho, delta):
+def rdp_epsilon_of_rho(rho: float, delta: float) -> float:
     """Epsilon at ``delta`` of the RDP curve ``alpha * rho``, by ``dp_accounting``.
 
     A ``rho``-zCDP mechanism has Renyi divergence at most ``alpha * rho`` at
@@ -321,7 +321,7 @@ def largest_rdp_rho(epsilon: float, delta: float, rtol: float = 1e-9) -> float:
     },
     prefer_skip_nested_validation=True,
 )
-def drv_epsilon(eps0, k, delta_prime):
+def drv_epsilon(eps0: float, k: int, delta_prime: float) -> float:
     """Advanced composition (Dwork, Rothblum and Vadhan 2010, Theorem III.3).
 
     k mechanisms, each ``eps0``-DP, compose to ``(epsilon, delta')``-DP with
@@ -441,7 +441,7 @@ def kov_log_delta(eps0: float, k: int, epsilon: float) -> float:
     },
     prefer_skip_nested_validation=True,
 )
-def kov_delta(eps0, k, epsilon):
+def kov_delta(eps0: float, k: int, epsilon: float) -> float:
     """Optimal-composition delta of k eps0-DP mechanisms at a target epsilon.
 
     The smallest delta such that every k-fold (adaptive) composition of
@@ -485,7 +485,7 @@ def kov_delta(eps0, k, epsilon):
     },
     prefer_skip_nested_validation=True,
 )
-def kov_max_epsilon0(epsilon, delta, k):
+def kov_max_epsilon0(epsilon: float, delta: float, k: int) -> float:
     """Largest eps0 whose k-fold optimal composition is (epsilon, delta)-DP.
 
     Inverts :func:`kov_delta` (which increases with eps0) by bisection in log
@@ -597,7 +597,7 @@ def smallest_within(ok, hi):
     },
     prefer_skip_nested_validation=True,
 )
-def kov_epsilon(eps0, k, delta):
+def kov_epsilon(eps0: float, k: int, delta: float) -> float:
     """Smallest epsilon at which k-fold composition of eps0-DP has ``delta``.
 
     The inverse of :func:`kov_delta` in its epsilon argument (optimal

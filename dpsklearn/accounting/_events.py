@@ -37,10 +37,13 @@ import math
 import time
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._param_validation import validate_parameter_constraints
 from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 __all__ = [
     "ApproximateEvent",
@@ -127,7 +130,7 @@ class PrivacyEvent:
     label: str | None = field(default=None, kw_only=True, compare=False)
     time: float = field(default_factory=time.time, kw_only=True, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.count, bool) or not isinstance(self.count, Integral):
             raise TypeError(f"count must be an integer, got {self.count!r}.")
         if self.count < 0:
@@ -137,44 +140,51 @@ class PrivacyEvent:
     # -- what every event answers ---------------------------------------------
     # Every subclass has ``epsilon`` (the release's own epsilon, for basic
     # composition; ``inf`` when none is stated) and ``delta`` (its own delta).
+    if TYPE_CHECKING:
 
-    def unit_rho(self):
+        @property
+        def epsilon(self) -> float: ...
+
+        @property
+        def delta(self) -> float: ...
+
+    def unit_rho(self) -> float | None:
         """zCDP ``rho`` of one release, or None when the event has none."""
         raise NotImplementedError
 
     @property
-    def rho(self):
+    def rho(self) -> float | None:
         """zCDP ``rho`` of all ``count`` releases (None for an approximate event)."""
         unit = self.unit_rho()
         return None if unit is None else unit * self.count
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         """The ``dp_accounting`` event of one release for Renyi DP."""
         raise NotImplementedError
 
-    def pld_event(self):
+    def pld_event(self) -> DpEvent:
         """The ``dp_accounting`` event of one release for its PLD accountant."""
         raise NotImplementedError
 
-    def describe(self):
+    def describe(self) -> str:
         """A short public description of the mechanism (no data, no noise draws)."""
         raise NotImplementedError
 
     @property
-    def mechanism(self):
+    def mechanism(self) -> str:
         """The model the event is accounted as (its :attr:`kind`)."""
         return self.kind
 
     # -- helpers -------------------------------------------------------------
-    def with_count(self, count):
+    def with_count(self, count: int) -> PrivacyEvent:
         """The same release, ``count`` times."""
         return dataclasses.replace(self, count=count, label=self.label, time=self.time)
 
-    def unit(self):
+    def unit(self) -> PrivacyEvent:
         """One release of this mechanism, without label or time (a composition key)."""
         return dataclasses.replace(self, count=1, label=None, time=0.0)
 
-    def record(self):
+    def record(self) -> dict[str, Any]:
         """The columns a ledger stores for this event."""
         return {
             "kind": self.kind,
@@ -191,27 +201,27 @@ class PrivacyEvent:
     @classmethod
     def from_record(
         cls,
-        kind,
-        epsilon,
-        delta,
-        count,
-        label,
-        time,
-        sigma=None,
-        sensitivity=None,
-        scale=None,
-    ):
+        kind: str,
+        epsilon: float,
+        delta: float,
+        count: int,
+        label: str | None,
+        time: float,
+        sigma: float | None = None,
+        sensitivity: float | None = None,
+        scale: float | None = None,
+    ) -> PrivacyEvent:
         """Rebuild an event from the columns :meth:`record` gives.
 
         ``kind`` is a type name; the names an earlier dpsklearn stored
         (``"laplace"``, ``"exponential"``, ``"sparse_vector"``, ...) are read
         as the model they were accounted as then.
         """
-        common = {"count": count, "label": label, "time": time}
+        common: dict[str, Any] = {"count": count, "label": label, "time": time}
         kind = _LEGACY_KINDS.get(kind, kind)
         if kind == "gaussian":
             return GaussianEvent(
-                sigma,
+                sigma,  # type: ignore[arg-type]  # None: GaussianEvent rejects it
                 1.0 if sensitivity is None else sensitivity,
                 epsilon=None if math.isinf(epsilon) else epsilon,
                 delta=delta,
@@ -229,7 +239,14 @@ class PrivacyEvent:
 
     # -- constructors ----------------------------------------------------------
     @staticmethod
-    def laplace(epsilon=None, *, scale=None, sensitivity=None, count=1, label=None):
+    def laplace(
+        epsilon: float | None = None,
+        *,
+        scale: float | None = None,
+        sensitivity: float | None = None,
+        count: int = 1,
+        label: str | None = None,
+    ) -> PureEvent:
         """A Laplace-type pure ``epsilon``-DP release (worst-case accounting)."""
         if scale is not None:
             derived = float(1.0 if sensitivity is None else sensitivity) / float(scale)
@@ -245,31 +262,49 @@ class PrivacyEvent:
         return PureEvent(epsilon, count=count, label=label)
 
     @staticmethod
-    def discrete_laplace(scale, sensitivity=1, *, count=1, label=None):
+    def discrete_laplace(
+        scale: float, sensitivity: int = 1, *, count: int = 1, label: str | None = None
+    ) -> DiscreteLaplaceEvent:
         """Discrete Laplace ``DLap(scale)`` noise, integer ``sensitivity``."""
         return DiscreteLaplaceEvent(scale, sensitivity, count=count, label=label)
 
     @staticmethod
-    def continuous_laplace(scale, sensitivity=1.0, *, count=1, label=None):
+    def continuous_laplace(
+        scale: float,
+        sensitivity: float = 1.0,
+        *,
+        count: int = 1,
+        label: str | None = None,
+    ) -> LaplaceEvent:
         """Real-valued Laplace(``scale``) noise (not dpsklearn's grid Laplace)."""
         return LaplaceEvent(scale, sensitivity, count=count, label=label)
 
     @staticmethod
-    def exponential(epsilon, *, count=1, label=None):
+    def exponential(
+        epsilon: float, *, count: int = 1, label: str | None = None
+    ) -> BoundedRangeEvent:
         """An exponential-mechanism (``epsilon``-bounded-range) release."""
         return BoundedRangeEvent(epsilon, count=count, label=label)
 
     @staticmethod
     def gaussian(
-        sigma, sensitivity=1.0, *, epsilon=None, delta=0.0, count=1, label=None
-    ):
+        sigma: float,
+        sensitivity: float = 1.0,
+        *,
+        epsilon: float | None = None,
+        delta: float = 0.0,
+        count: int = 1,
+        label: str | None = None,
+    ) -> GaussianEvent:
         """Gaussian noise of standard deviation ``sigma``, L2 ``sensitivity``."""
         return GaussianEvent(
             sigma, sensitivity, epsilon=epsilon, delta=delta, count=count, label=label
         )
 
     @staticmethod
-    def approximate(epsilon, delta, *, count=1, label=None):
+    def approximate(
+        epsilon: float, delta: float, *, count: int = 1, label: str | None = None
+    ) -> ApproximateEvent:
         """An ``(epsilon, delta)``-DP release accounted as a whole."""
         return ApproximateEvent(epsilon, delta, count=count, label=label)
 
@@ -288,27 +323,27 @@ class PureEvent(PrivacyEvent):
     epsilon: float
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """0: a pure release."""
         return 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         _validated(self, {"epsilon": [NON_NEGATIVE]})
 
-    def unit_rho(self):
+    def unit_rho(self) -> float:
         return self.epsilon**2 / 2.0  # Bun and Steinke 2016, Proposition 1.4
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         return randomized_response(self.epsilon)
 
-    def pld_event(self):
+    def pld_event(self) -> DpEvent:
         # The worst-case eps-DP pair is discrete Laplace at sensitivity 1.
         return dp_accounting().dp_event.DiscreteLaplaceDpEvent(
             noise_parameter=self.epsilon, sensitivity=1
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return "pure eps-DP"
 
 
@@ -322,14 +357,14 @@ class BoundedRangeEvent(PureEvent):
 
     kind: ClassVar[str] = "bounded_range"
 
-    def unit_rho(self):
+    def unit_rho(self) -> float:
         return self.epsilon**2 / 8.0
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         # RDP alpha * eps^2 / 8 at every order, through its zCDP bound.
         return dp_accounting().ZCDpEvent(rho=self.unit_rho())
 
-    def describe(self):
+    def describe(self) -> str:
         return "bounded range"
 
 
@@ -345,11 +380,11 @@ class DiscreteLaplaceEvent(PrivacyEvent):
     sensitivity: int = 1
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """0: a pure release."""
         return 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
         sensitivity = self.sensitivity
@@ -361,23 +396,23 @@ class DiscreteLaplaceEvent(PrivacyEvent):
         object.__setattr__(self, "sensitivity", int(sensitivity))
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         return self.sensitivity / self.scale
 
-    def unit_rho(self):
+    def unit_rho(self) -> float:
         return self.epsilon**2 / 2.0
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         # dp_accounting 0.6 has no discrete Laplace RDP; randomized response
         # at eps = s/t is the worst case, and exact at s = 1.
         return randomized_response(self.epsilon)
 
-    def pld_event(self):
+    def pld_event(self) -> DpEvent:
         return dp_accounting().dp_event.DiscreteLaplaceDpEvent(
             noise_parameter=1.0 / self.scale, sensitivity=self.sensitivity
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return f"DLap t={self.scale:.4g} Delta={self.sensitivity}"
 
 
@@ -390,29 +425,29 @@ class LaplaceEvent(PrivacyEvent):
     sensitivity: float = 1.0
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """0: a pure release."""
         return 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         return self.sensitivity / self.scale
 
-    def unit_rho(self):
+    def unit_rho(self) -> float:
         return self.epsilon**2 / 2.0
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         return dp_accounting().LaplaceDpEvent(
             noise_multiplier=self.scale / self.sensitivity
         )
 
     pld_event = rdp_event
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Laplace b/Delta={self.scale / self.sensitivity:.4g}"
 
 
@@ -437,10 +472,11 @@ class GaussianEvent(PrivacyEvent):
     kind: ClassVar[str] = "gaussian"
     sigma: float
     sensitivity: float = 1.0
-    epsilon: float | None = None
+    # None only as an argument: __post_init__ stores inf ("no stated guarantee").
+    epsilon: float | None = None  # type: ignore[assignment]
     delta: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         if self.epsilon is not None and math.isinf(self.epsilon):
             object.__setattr__(self, "epsilon", None)  # "no stated guarantee"
@@ -469,17 +505,17 @@ class GaussianEvent(PrivacyEvent):
                 f"({epsilon:g}, {delta:g})-DP; it needs epsilon >= {needed:.6g}."
             )
 
-    def unit_rho(self):
+    def unit_rho(self) -> float:
         return self.sensitivity**2 / (2.0 * self.sigma**2)
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         return dp_accounting().GaussianDpEvent(
             noise_multiplier=self.sigma / self.sensitivity
         )
 
     pld_event = rdp_event
 
-    def describe(self):
+    def describe(self) -> str:
         return f"gaussian sigma/Delta={self.sigma / self.sensitivity:.4g}"
 
 
@@ -497,19 +533,19 @@ class ApproximateEvent(PrivacyEvent):
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         _validated(self, {"epsilon": [NON_NEGATIVE], "delta": [DELTA]})
 
-    def unit_rho(self):
+    def unit_rho(self) -> None:
         return None
 
-    def rdp_event(self):
+    def rdp_event(self) -> DpEvent:
         raise TypeError("an approximate event has no RDP curve; it is carried beside")
 
     pld_event = rdp_event
 
-    def describe(self):
+    def describe(self) -> str:
         return "(eps, delta) whole"
 
 

@@ -38,10 +38,11 @@ import errno
 import os
 import threading
 import weakref
+from typing import Any
 
 from .._param_validation import StrOptions
 from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE, validate_params
-from ._base import BaseAccountant, utc
+from ._base import BaseAccountant, ModelRecord, utc
 from ._composer import COMPOSITIONS, check_composition
 from ._events import PrivacyEvent
 from ._ledger_postgres import PostgresStore, is_postgres_url
@@ -207,14 +208,14 @@ class PrivacyLedger(BaseAccountant):
     )
     def __init__(
         self,
-        path,
-        epsilon=None,
-        delta=None,
-        composition=None,
+        path: str | os.PathLike[str],
+        epsilon: float | None = None,
+        delta: float | None = None,
+        composition: str | None = None,
         *,
-        store_noisy_threshold=None,
-        timeout=30.0,
-    ):
+        store_noisy_threshold: bool | None = None,
+        timeout: float = 30.0,
+    ) -> None:
         self._setup(
             path,
             epsilon,
@@ -275,31 +276,31 @@ class PrivacyLedger(BaseAccountant):
         self._last_id = 0
 
     @property
-    def shared(self):
+    def shared(self) -> bool:
         """Always True: a ledger is shared between fits and processes."""
         return True
 
     @property
-    def path(self):
+    def path(self) -> str:
         """Absolute path of the ledger file, or the PostgreSQL URL without password."""
         return self._file.path
 
     @property
-    def backend(self):
+    def backend(self) -> str:
         """``"sqlite"`` or ``"postgresql"``: where the ledger is kept."""
         return "postgresql" if is_postgres_url(self._location) else "sqlite"
 
     @property
-    def durable(self):
+    def durable(self) -> bool:
         """True: model records live in the database; every copy continues them."""
         return True
 
     @property
-    def store_noisy_threshold(self):
+    def store_noisy_threshold(self) -> bool:
         """Whether model records keep the noisy threshold (the file is then secret)."""
         return self._file.store_noisy_threshold
 
-    def close(self):
+    def close(self) -> None:
         """Close the connection (a later call reconnects to the same ledger)."""
         self._file.close()
 
@@ -380,12 +381,12 @@ class PrivacyLedger(BaseAccountant):
 
     # -- figures -------------------------------------------------------------
     @property
-    def n_spends(self):
+    def n_spends(self) -> int:
         """How many spends (``spend`` / ``spend_events`` calls: fits) are recorded."""
         with self._reading():
             return len(set(self._spend_ids))
 
-    def model_records(self):
+    def model_records(self) -> list[dict[str, Any]]:
         """Public state of the model records: id, estimator, counters, times.
 
         Returns
@@ -398,7 +399,7 @@ class PrivacyLedger(BaseAccountant):
         """
         return self._file.model_records()
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """Machine-readable totals: a dict of public figures."""
         summary = super().summary()
         with self._reading():
@@ -431,7 +432,9 @@ class PrivacyLedger(BaseAccountant):
         )
 
     # -- model records (durable serving state: the BudgetStore protocol) -----
-    def register_model(self, label, state, secret=None):
+    def register_model(
+        self, label: str | None, state: dict, secret: dict | None = None
+    ) -> str:
         """Create a model record holding ``state``; return its random id.
 
         Committed before it returns. ``secret`` (the noisy threshold) is
@@ -439,7 +442,9 @@ class PrivacyLedger(BaseAccountant):
         """
         return self._file.register_model(label, state, secret)
 
-    def model_transaction(self, model_id):
+    def model_transaction(  # type: ignore[override]  # both @contextmanager
+        self, model_id: str
+    ) -> contextlib.AbstractContextManager[ModelRecord]:
         """Load a model record in a write transaction; commit what it saves.
 
         A context manager yielding a :class:`~dpsklearn.accounting.ModelRecord`:

@@ -62,7 +62,9 @@ def _log_binomial_pmf(k, log_q, log_p):
     return log_choose + j * log_q + (k - j) * log_p
 
 
-def two_kind_log_delta(eps_a, k_a, eps_b, k_b, epsilon):
+def two_kind_log_delta(
+    eps_a: float, k_a: int, eps_b: float, k_b: int, epsilon: float
+) -> float:
     """log optimal ``delta`` at ``epsilon`` of ``k_a`` eps_a-DP and ``k_b`` eps_b-DP.
 
     Parameters

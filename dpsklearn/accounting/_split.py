@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Collection
 
 from .._param_validation import StrOptions
 from .._validation import COUNT, DELTA, FINITE_POSITIVE, validate_params
@@ -154,8 +155,13 @@ _SPLITS = {
     prefer_skip_nested_validation=True,
 )
 def per_release_epsilon(
-    epsilon, delta, n_releases, *, release="exponential", calibration="auto"
-):
+    epsilon: float,
+    delta: float,
+    n_releases: int,
+    *,
+    release: str = "exponential",
+    calibration: str = "auto",
+) -> tuple[float, str]:
     """The epsilon of each of ``n_releases`` identical releases within a total budget.
 
     The ``m`` releases together are ``(epsilon, delta)``-DP, under adaptive
@@ -260,7 +266,9 @@ per_release_epsilon.cache_info = _per_release_cached.cache_info
     },
     prefer_skip_nested_validation=True,
 )
-def compose_epsilon(events, delta, composition="basic"):
+def compose_epsilon(
+    events: Collection[PrivacyEvent], delta: float, composition: str = "basic"
+) -> float:
     """The composed epsilon at ``delta`` of ``events``: ``min(basic, composition)``.
 
     Parameters
@@ -301,7 +309,14 @@ def compose_epsilon(events, delta, composition="basic"):
     },
     prefer_skip_nested_validation=True,
 )
-def max_events(event, epsilon, delta=0.0, composition="basic", *, limit=10**9):
+def max_events(
+    event: PrivacyEvent,
+    epsilon: float,
+    delta: float = 0.0,
+    composition: str = "basic",
+    *,
+    limit: int = 10**9,
+) -> int:
     """How many copies of ``event`` fit in ``(epsilon, delta)`` under a composition.
 
     Parameters
@@ -348,7 +363,14 @@ def max_events(event, epsilon, delta=0.0, composition="basic", *, limit=10**9):
     return low
 
 
-def per_release_spent(units, epsilon_per_release, epsilon, delta, release, calibration):
+def per_release_spent(
+    units: int,
+    epsilon_per_release: float,
+    epsilon: float,
+    delta: float,
+    release: str,
+    calibration: str,
+) -> tuple[float, float]:
     """``(epsilon, delta)`` of the first ``units`` of ``m`` releases of a split.
 
     What a model whose ``(epsilon, delta)`` was split with

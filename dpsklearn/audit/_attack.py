@@ -190,7 +190,7 @@ def plant_record(
     if index >= X.shape[0]:
         raise ValueError(f"index must be below n_samples={X.shape[0]}, got {index}.")
     y = None if y is None else np.asarray(y)
-    datasets = []
+    datasets: list[tuple[np.ndarray, np.ndarray | None]] = []
     for name, row in (("record", record), ("replacement", replacement)):
         if len(row) != 2:
             raise ValueError(f"{name} must be a pair (x, label), got {row!r}.")

@@ -79,6 +79,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
@@ -285,7 +286,7 @@ class AuditResult:
 
     epsilon_lower: float
     epsilon_hat: float
-    counts: tuple
+    counts: tuple[int, int]
     n_runs: int
     n_selection_runs: int
     confidence: float
@@ -343,18 +344,21 @@ def _count(mechanism, neighbour, n, rng, batch_size, event):
     prefer_skip_nested_validation=True,
 )
 def audit(
-    mechanism,
-    event=None,
+    mechanism: Callable[[int, int, np.random.Generator], Any],
+    event: Callable[[Any], Any]
+    | Sequence[Callable[[Any], Any]]
+    | Mapping[str, Callable[[Any], Any]]
+    | None = None,
     *,
-    n_runs,
-    delta=0.0,
-    confidence=0.95,
-    rng=None,
-    selection_fraction=0.5,
-    batch_size=None,
-    max_set_values=10_000,
-    max_thresholds=2_000,
-):
+    n_runs: int,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    rng: np.random.Generator | int | None = None,
+    selection_fraction: float = 0.5,
+    batch_size: int | None = None,
+    max_set_values: int = 10_000,
+    max_thresholds: int = 2_000,
+) -> AuditResult:
     """Lower confidence bound on a mechanism's privacy loss on one pair of neighbours.
 
     Runs ``mechanism`` ``n_runs`` times on each of two neighbouring inputs,

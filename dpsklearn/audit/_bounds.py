@@ -14,6 +14,7 @@ import math
 from numbers import Integral
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from .._validation import COUNT, DELTA, NON_NEGATIVE, OPEN_UNIT, validate_params
@@ -34,7 +35,9 @@ __all__ = ["clopper_pearson", "epsilon_lower_bound", "exact_epsilon"]
     },
     prefer_skip_nested_validation=True,
 )
-def clopper_pearson(count, n_trials, alpha):
+def clopper_pearson(
+    count: ArrayLike, n_trials: ArrayLike, alpha: float
+) -> tuple[float | np.ndarray, float | np.ndarray]:
     """One-sided Clopper-Pearson bounds on a binomial probability.
 
     Parameters
@@ -94,7 +97,15 @@ def _directional_bounds(count_0, n_0, count_1, n_1, delta, alpha_each):
     },
     prefer_skip_nested_validation=True,
 )
-def epsilon_lower_bound(count_0, n_0, count_1, n_1, *, delta=0.0, confidence=0.95):
+def epsilon_lower_bound(
+    count_0: int,
+    n_0: int,
+    count_1: int,
+    n_1: int,
+    *,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+) -> tuple[float, int]:
     """Lower confidence bound on epsilon from event counts on two neighbours.
 
     With ``alpha = 1 - confidence``, each of the four one-sided
@@ -184,7 +195,9 @@ def _one_way_exact(p, q, delta):
     },
     prefer_skip_nested_validation=True,
 )
-def exact_epsilon(p, q, delta=0.0, *, atol=1e-9):
+def exact_epsilon(
+    p: ArrayLike, q: ArrayLike, delta: float = 0.0, *, atol: float = 1e-9
+) -> float:
     """The exact privacy loss between two discrete output distributions.
 
     The smallest ``epsilon >= 0`` such that ``P(S) <= exp(epsilon) Q(S) +

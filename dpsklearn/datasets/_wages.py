@@ -26,7 +26,7 @@ TARGET_RANGE = (4.0, 10.0)
 FEATURE_BOUNDS = {"education": (0.0, 20.0), "experience": (-5.0, 65.0)}
 
 
-def load_cps_wages():
+def load_cps_wages() -> Bunch:
     """Men's log weekly wages in the March 1988 Current Population Survey.
 
     AER's ``CPS1988`` (Bierens and Ginther 2001; Kleiber and Zeileis 2008,

@@ -19,6 +19,8 @@ about 0.4 points (``benchmarks/real_data_targets.py``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.linear_model import LogisticRegression
@@ -146,14 +148,14 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
 
     def __init__(
         self,
-        teacher=None,
-        student=None,
+        teacher: Any = None,
+        student: Any = None,
         *,
-        query_strategy="sequential",
-        n_queries=None,
-        n_rounds=5,
-        random_state=None,
-    ):
+        query_strategy: str = "sequential",
+        n_queries: int | None = None,
+        n_rounds: int = 5,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
         self.teacher = teacher
         self.student = student
         self.query_strategy = query_strategy
@@ -227,7 +229,7 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         return _student_margin(ranker, X_candidates)
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """The student's classes."""
         return self.student_.classes_
 

@@ -14,8 +14,10 @@ query row asked again gets the answer already released for it, free
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 
@@ -273,20 +275,20 @@ class PrivatePredictionClassifier(
 
     def __init__(
         self,
-        estimator=None,
-        n_estimators="auto",
+        estimator: Any = None,
+        n_estimators: int | Literal["auto"] = "auto",
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        max_queries=1000,
-        mechanism="exponential",
-        classes=None,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        max_queries: int | None = 1000,
+        mechanism: str | MechanismOptions = "exponential",
+        classes: ArrayLike | None = None,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.epsilon = epsilon
@@ -324,7 +326,7 @@ class PrivatePredictionClassifier(
         return min(needed, supported)
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> PrivatePredictionClassifier:
         """Train the teachers on disjoint shards and reserve the whole budget.
 
         Every input is validated, and the budget checked, before anything is
@@ -432,7 +434,9 @@ class PrivatePredictionClassifier(
         return isinstance(self.privacy_mechanism_, GNMaxRelease)
 
     # -- predict -------------------------------------------------------------
-    def predict(self, X, return_abstained=False):
+    def predict(
+        self, X: ArrayLike, return_abstained: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Private labels for ``X``, one query unit per new distinct row.
 
         Parameters
@@ -473,7 +477,7 @@ class PrivatePredictionClassifier(
         return labels
 
     @available_if(_proba_available)
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Private class probabilities, charged per new distinct row.
 
         Exponential mechanism: each teacher's probability row is clipped to

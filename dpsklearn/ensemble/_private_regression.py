@@ -13,7 +13,10 @@ the public ``target_range`` itself
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 
@@ -180,20 +183,20 @@ default="adaptive_range"
 
     def __init__(
         self,
-        estimator=None,
-        n_estimators="auto",
+        estimator: Any = None,
+        n_estimators: int | Literal["auto"] = "auto",
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        max_queries=1000,
-        mechanism="adaptive_range",
-        target_range=None,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        max_queries: int | None = 1000,
+        mechanism: str | MechanismOptions = "adaptive_range",
+        target_range: ArrayLike | None = None,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.epsilon = epsilon
@@ -211,7 +214,7 @@ default="adaptive_range"
         return Ridge() if self.estimator is None else self.estimator
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> PrivatePredictionRegressor:
         """Train the teachers on disjoint shards and reserve the whole budget.
 
         Parameters
@@ -317,7 +320,9 @@ default="adaptive_range"
             total[chunk] = np.clip(predictions, lo, hi).sum(axis=0)
         return total / len(self.estimators_)
 
-    def predict(self, X, return_abstained=False):
+    def predict(
+        self, X: ArrayLike, return_abstained: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Private predictions for ``X``, one query unit per new distinct row.
 
         Parameters

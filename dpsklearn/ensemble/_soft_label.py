@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
 
 from .._base import FitPlan, keeps_live_model
 from .._param_validation import Interval, StrOptions
-from .._validation import check_regression_targets, check_target_range, take_rows
+from .._validation import (
+    check_regression_targets,
+    check_target_range,
+    n_rows,
+    take_rows,
+)
 from .._warn import warn_user
 from ..mechanisms import MechanismOptions, SoftLabelHistogram, resolve_mechanism
 from ..serving import ReleaseCache, row_keys, serve
@@ -155,20 +162,20 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
 
     def __init__(
         self,
-        estimator=None,
-        n_estimators="auto",
+        estimator: Any = None,
+        n_estimators: int | Literal["auto"] = "auto",
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        max_queries=None,
-        mechanism="soft_label",
-        target_range=None,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        max_queries: int | None = None,
+        mechanism: str | MechanismOptions = "soft_label",
+        target_range: ArrayLike | None = None,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.epsilon = epsilon
@@ -216,7 +223,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         return X, y.astype(np.int64), check_target_range(target_range, y, "")
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SoftLabelPrivateRegressor:
         """Train the teachers on disjoint shards and open a fresh budget.
 
         Every input (the mechanism's options, ``target_range``, the
@@ -316,7 +323,9 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
                 soft[:, rows] = (predictions - lo) / (hi - lo)
         return np.clip(soft, 0.0, 1.0)  # clip before binning
 
-    def predict(self, X, return_abstained=False):
+    def predict(
+        self, X: ArrayLike, return_abstained: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Private answers for ``X``, drawing on the model's budget.
 
         Parameters
@@ -342,7 +351,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         values, abstained = serve(
             self._serving_state_,
             "predict",
-            X.shape[0],
+            n_rows(X),
             lambda rows: self._soft_labels(take_rows(X, rows), method, (lo, hi)),
             lambda v: lo + v["value"] * (hi - lo),
             fields=_FIELDS,

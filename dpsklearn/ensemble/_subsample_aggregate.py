@@ -13,13 +13,15 @@ before any teacher is trained (``docs/choosing.rst``).
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
-from .._validation import abstain_label_for, take_rows
+from .._validation import abstain_label_for, n_rows, take_rows
 from .._warn import warn_user
 from ..mechanisms import (
     ConfidentGNMax,
@@ -270,20 +272,20 @@ default="auto"
 
     def __init__(
         self,
-        estimator=None,
-        n_estimators="auto",
+        estimator: Any = None,
+        n_estimators: int | Literal["auto"] = "auto",
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        max_queries=None,
-        mechanism="auto",
-        classes=None,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        max_queries: int | None = None,
+        mechanism: str | MechanismOptions = "auto",
+        classes: ArrayLike | None = None,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
         self.epsilon = epsilon
@@ -299,7 +301,7 @@ default="auto"
 
     # -- fit -----------------------------------------------------------------
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SubsampleAggregateClassifier:
         """Train the teachers on disjoint shards and open a fresh budget.
 
         Every input is validated, the mechanism chosen and calibrated, and
@@ -568,7 +570,9 @@ default="auto"
         return mechanism, resolved, n_estimators, max_queries
 
     # -- predict -------------------------------------------------------------
-    def predict(self, X, return_abstained=False):
+    def predict(
+        self, X: ArrayLike, return_abstained: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Private labels for ``X``, drawing on the model's budget.
 
         Parameters
@@ -602,7 +606,7 @@ default="auto"
         labels, abstained = serve(
             self._serving_state_,
             "predict",
-            X.shape[0],
+            n_rows(X),
             statistic,
             lambda values: labels_from_indices(self, values),
             fields=_FIELDS,

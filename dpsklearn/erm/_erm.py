@@ -52,9 +52,12 @@ distribution is exact only up to about ``2**-53``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -70,6 +73,7 @@ from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import ExponentialSelection
 from ._hypotheses import (
+    HypothesisSpace,
     _bind_hypotheses,
     _ClippedSquaredLoss,
     _predict_with,
@@ -233,13 +237,13 @@ class ExponentialMechanismERM(
 
     def __init__(
         self,
-        hypotheses=None,
+        hypotheses: HypothesisSpace | Sequence[Any] | None = None,
         *,
-        epsilon=1.0,
-        classes=None,
-        accountant=None,
-        noise_random_state=None,
-    ):
+        epsilon: float = 1.0,
+        classes: ArrayLike | None = None,
+        accountant: Any = None,
+        noise_random_state: int | None = None,
+    ) -> None:
         self.hypotheses = hypotheses
         self.epsilon = epsilon
         self.classes = classes
@@ -247,7 +251,7 @@ class ExponentialMechanismERM(
         self.noise_random_state = noise_random_state
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> ExponentialMechanismERM:
         """Choose one hypothesis with the exponential mechanism.
 
         Parameters
@@ -340,15 +344,15 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
 
     def __init__(
         self,
-        hypotheses=None,
+        hypotheses: HypothesisSpace | Sequence[Any] | None = None,
         *,
-        target_range=None,
-        n_leaf_values=5,
-        loss_bound=None,
-        epsilon=1.0,
-        accountant=None,
-        noise_random_state=None,
-    ):
+        target_range: ArrayLike | None = None,
+        n_leaf_values: int = 5,
+        loss_bound: float | None = None,
+        epsilon: float = 1.0,
+        accountant: Any = None,
+        noise_random_state: int | None = None,
+    ) -> None:
         self.hypotheses = hypotheses
         self.target_range = target_range
         self.n_leaf_values = n_leaf_values
@@ -387,7 +391,7 @@ class ExponentialMechanismERMRegressor(_ERMMixin, RegressorMixin, BaseEstimator)
         return float(bounds[0]), float(bounds[1])
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> ExponentialMechanismERMRegressor:
         """Choose one hypothesis with the exponential mechanism.
 
         Parameters

@@ -12,8 +12,10 @@ the fit: only the chosen hypothesis does.
 from __future__ import annotations
 
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
@@ -136,13 +138,13 @@ class Stump:
     ['no', 'yes']
     """
 
-    def __init__(self, feature, threshold, left, right):
+    def __init__(self, feature: int, threshold: float, left: Any, right: Any) -> None:
         self.feature = int(feature)
         self.threshold = float(threshold)
         self.left = left
         self.right = right
 
-    def predict(self, X):
+    def predict(self, X: np.ndarray | sparse.spmatrix) -> np.ndarray:
         """Outputs for the rows of ``X`` (a 2-D array or sparse matrix)."""
         outputs = np.asarray([self.left, self.right])
         return outputs[(_column(X, self.feature) > self.threshold).astype(np.intp)]
@@ -179,7 +181,9 @@ class HypothesisSpace(ValidatesParameters, BaseEstimator):
     inferred with a :class:`~dpsklearn.exceptions.PrivacyLeakWarning`.
     """
 
-    def bind(self, X, outputs):  # pragma: no cover - interface
+    def bind(  # pragma: no cover - interface
+        self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike
+    ) -> Any:
         raise NotImplementedError
 
 
@@ -334,7 +338,9 @@ class DecisionStumps(HypothesisSpace):
         "n_thresholds": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, feature_bounds=None, n_thresholds=64):
+    def __init__(
+        self, feature_bounds: ArrayLike | None = None, n_thresholds: int = 64
+    ) -> None:
         self.feature_bounds = feature_bounds
         self.n_thresholds = n_thresholds
 
@@ -358,7 +364,7 @@ class DecisionStumps(HypothesisSpace):
         _check_bounds_pair(bounds[:, 0], bounds[:, 1], "feature_bounds")
         return bounds
 
-    def bind(self, X, outputs):
+    def bind(self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike) -> _BoundStumps:
         """Validate against ``X`` and the outputs; return the bound space."""
         self._validate_params()
         outputs = np.asarray(outputs)
@@ -416,11 +422,11 @@ class Thresholds(HypothesisSpace):
         "n_thresholds": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, bounds=None, n_thresholds=64):
+    def __init__(self, bounds: ArrayLike | None = None, n_thresholds: int = 64) -> None:
         self.bounds = bounds
         self.n_thresholds = n_thresholds
 
-    def bind(self, X, outputs):
+    def bind(self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike) -> _BoundStumps:
         """Validate against ``X`` and the outputs; return the bound space."""
         self._validate_params()
         if X.shape[1] != 1:

@@ -27,10 +27,13 @@ scikit-learn's ``working_memory`` (:mod:`._sharding`; ``docs/design.rst``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.extmath import row_norms
@@ -43,7 +46,13 @@ from .._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from .._validation import ACCEPT_SPARSE, check_regression_targets, warn_if_delta_large
+from .._validation import (
+    ACCEPT_SPARSE,
+    check_regression_targets,
+    n_rows,
+    take_rows,
+    warn_if_delta_large,
+)
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
@@ -343,20 +352,20 @@ default="output_perturbation"
 
     def __init__(
         self,
-        kernel="rbf",
+        kernel: str = "rbf",
         *,
-        kernel_params=None,
-        alpha=1.0,
-        y_bound=None,
-        epsilon=1.0,
-        delta=1e-5,
-        max_queries=1000,
-        mechanism="sufficient_statistics",
-        n_jobs=None,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-    ):
+        kernel_params: Mapping[str, Any] | None = None,
+        alpha: float = 1.0,
+        y_bound: float | ArrayLike | None = None,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        max_queries: int | None = 1000,
+        mechanism: str | MechanismOptions = "sufficient_statistics",
+        n_jobs: int | None = None,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+    ) -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.alpha = alpha
@@ -508,7 +517,7 @@ default="output_perturbation"
         return fit_teachers(solver, X, y, shards, [0] * n_shards, n_jobs=self.n_jobs)
 
     @keeps_live_model
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> PrivateKernelRidge:
         """Fit on private data and reserve the whole ``(epsilon, delta)``.
 
         Every input is validated, and the budget is checked, before anything
@@ -744,7 +753,9 @@ default="output_perturbation"
             values[rows] = _fourier_features(X[rows], frequencies) @ self.coef_
         return np.clip(values, -self.y_bound_, self.y_bound_)
 
-    def predict(self, X, return_abstained=False):
+    def predict(
+        self, X: ArrayLike, return_abstained: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Private predictions for ``X``.
 
         ``release="model"``: free, unlimited and deterministic (the released
@@ -775,16 +786,16 @@ default="output_perturbation"
                 X, self.random_frequencies_, self.coef_, self.center_,
                 self.target_range_,
             )
-            abstained = np.zeros(X.shape[0], dtype=bool)
+            abstained = np.zeros(n_rows(X), dtype=bool)
         elif self.release_ != "grid_laplace":
             values = self._model_predictions(X)
-            abstained = np.zeros(X.shape[0], dtype=bool)
+            abstained = np.zeros(n_rows(X), dtype=bool)
         else:
             values, abstained = serve(
                 self._serving_state_,
                 "predict",
-                X.shape[0],
-                lambda rows: self._exact_predictions(X[rows]),
+                n_rows(X),
+                lambda rows: self._exact_predictions(take_rows(X, rows)),
                 lambda v: v["value"],
                 fields=_FIELDS,
             )

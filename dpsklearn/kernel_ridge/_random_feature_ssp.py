@@ -30,15 +30,18 @@ estimators' own); :func:`auto_n_components` the public rule for ``D``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 from scipy.linalg import blas
 from sklearn.utils import check_random_state, gen_batches
 
 from ..mechanisms import SufficientStatisticsRelease
-from ..noise import make_noise_generators
+from ..noise import NoiseSource, make_noise_generators
 from ._kernels import _fourier_frequencies
 
 __all__ = [
@@ -56,7 +59,7 @@ __all__ = [
 _MIB = 2**20
 
 
-def random_feature_map(X, frequencies):
+def random_feature_map(X: ArrayLike, frequencies: np.ndarray) -> NDArray[np.float64]:
     """``[cos(X W^T), sin(X W^T), 1] / sqrt(D + 1)``: every row has norm 1.
 
     The scale is shaded by ``2**-50`` so that floating-point rounding never
@@ -74,8 +77,13 @@ def random_feature_map(X, frequencies):
 
 
 def random_fourier_frequencies(
-    n_features, n_components, *, gamma=None, kernel="rbf", random_state=None
-):
+    n_features: int,
+    n_components: int,
+    *,
+    gamma: float | None = None,
+    kernel: str = "rbf",
+    random_state: int | np.random.RandomState | None = None,
+) -> NDArray[np.float64]:
     """The data-independent frequencies :func:`fit_random_feature_ssp` draws.
 
     ``gamma=None`` means ``1 / n_features``; ``random_state`` is public
@@ -101,7 +109,13 @@ def _chunk_rows(n_columns, working_memory):
     return max(1, int(working_memory * _MIB // (8 * max(1, n_columns))))
 
 
-def random_feature_statistics(X, y, frequencies, *, working_memory=64.0):
+def random_feature_statistics(
+    X: np.ndarray,
+    y: np.ndarray,
+    frequencies: np.ndarray,
+    *,
+    working_memory: float = 64.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(Phi^T Phi, Phi^T y)`` accumulated over chunks of rows (non-private).
 
     One feature block of at most ``working_memory`` MiB at a time; each
@@ -122,7 +136,7 @@ def random_feature_statistics(X, y, frequencies, *, working_memory=64.0):
     return upper + np.triu(upper, 1).T, moment
 
 
-def auto_n_components(n_samples, epsilon):
+def auto_n_components(n_samples: int, epsilon: float) -> int:
     """``D``, the number of random frequencies, from public numbers only.
 
     The Gram noise's spectral edge, and with it the regulariser, grows as
@@ -161,11 +175,13 @@ class RandomFeatureModel:
     coef_: np.ndarray
     frequencies_: np.ndarray
     center_: float
-    target_range_: tuple
+    target_range_: tuple[float, float]
     regulariser_: float
     mechanism_: SufficientStatisticsRelease
 
-    def predict(self, X, *, working_memory=64.0):
+    def predict(
+        self, X: np.ndarray, *, working_memory: float = 64.0
+    ) -> NDArray[np.float64]:
         """Free predictions, clipped to ``target_range_``."""
         values = np.empty(X.shape[0])
         p = self.coef_.shape[0]
@@ -175,21 +191,21 @@ class RandomFeatureModel:
 
 
 def fit_random_feature_ssp(
-    X,
-    y,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
-    epsilon,
-    delta,
-    target_range,
-    gamma=None,
-    n_components="auto",
-    kernel="rbf",
-    shares=(0.5, 0.48, 0.02),
-    random_state=None,
-    noise=None,
-    working_memory=64.0,
-    mechanism=None,
-):
+    epsilon: float,
+    delta: float,
+    target_range: tuple[float, float],
+    gamma: float | None = None,
+    n_components: int | Literal["auto"] = "auto",
+    kernel: str = "rbf",
+    shares: Sequence[float] = (0.5, 0.48, 0.02),
+    random_state: int | np.random.RandomState | None = None,
+    noise: NoiseSource | None = None,
+    working_memory: float = 64.0,
+    mechanism: SufficientStatisticsRelease | None = None,
+) -> RandomFeatureModel:
     """Fit and release a random-feature ridge model by AdaSSP (a prototype path).
 
     The estimators' wiring validates inputs and reserves the budget with an
@@ -276,7 +292,7 @@ def fit_random_feature_ssp(
     )
     lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
     if noise is None:
-        noise, _ = make_noise_generators(None, 1)
+        noise = NoiseSource(*make_noise_generators(None, 1))
     released = mechanism.release(gram, moment, lambda_min, noise)
     del gram, moment, lambda_min
     coef, lam = mechanism.solve(released)

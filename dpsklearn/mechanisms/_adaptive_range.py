@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._param_validation import Interval, StrOptions
 from .._validation import COUNT, DELTA, FINITE_POSITIVE, validate_params
@@ -47,11 +49,13 @@ from ..accounting import (
     ApproximateEvent,
     BoundedRangeEvent,
     GaussianEvent,
+    PrivacyEvent,
     PureEvent,
     rdp_epsilon_of_rho,
     zcdp_epsilon,
 )
 from ..noise import (
+    NoiseSource,
     default_grid_step,
     exponential_mechanism,
     grid_discrete_gaussian,
@@ -90,7 +94,9 @@ RANK_FAILURE = 0.1
 RANGE_TILT = 3.0
 
 
-def range_grid(target_range, grid_size):
+def range_grid(
+    target_range: tuple[float, float], grid_size: int
+) -> NDArray[np.float64]:
     """``grid_size`` evenly spaced candidate ends in ``target_range``, ends included.
 
     Public: it depends on the public range and size only.
@@ -119,7 +125,9 @@ def _pooled_below(predictions, grid):
     return np.cumsum(weights)[: grid.size]
 
 
-def rank_error(epsilon, n_candidates, failure=RANK_FAILURE):
+def rank_error(
+    epsilon: float, n_candidates: int, failure: float = RANK_FAILURE
+) -> float:
     """Rank error of the exponential mechanism: ``(2/eps) ln(G / failure)``.
 
     With utility sensitivity 1 over ``G`` candidates, the output's utility
@@ -129,7 +137,7 @@ def rank_error(epsilon, n_candidates, failure=RANK_FAILURE):
     return 2.0 / float(epsilon) * math.log(int(n_candidates) / float(failure))
 
 
-def range_tilt(epsilon_each, grid_size, n_teachers):
+def range_tilt(epsilon_each: float, grid_size: int, n_teachers: int) -> float:
     """The public tilt ``s = min(c e, k / 4)`` of :func:`private_range`'s utilities.
 
     ``e`` is the exponential mechanism's rank error (:func:`rank_error`),
@@ -143,7 +151,14 @@ def range_tilt(epsilon_each, grid_size, n_teachers):
     return min(RANGE_TILT * rank_error(epsilon_each, grid_size), n_teachers / 4.0)
 
 
-def private_range(predictions, grid, epsilon_each, quantiles, *, rng):
+def private_range(
+    predictions: np.ndarray,
+    grid: np.ndarray,
+    epsilon_each: float,
+    quantiles: tuple[float, float],
+    *,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
     """Two private quantiles ``(a, b)`` of the teachers' pooled predictions.
 
     Each end is drawn by the exponential mechanism over ``grid`` at
@@ -200,7 +215,7 @@ def _median_counts(predictions, grid):
     return np.cumsum(counts.reshape(n_rows, grid.size + 1), axis=1)[:, : grid.size]
 
 
-def choose_aggregate(n_teachers, epsilon_per_query, grid_size):
+def choose_aggregate(n_teachers: int, epsilon_per_query: float, grid_size: int) -> str:
     """``"median"`` when its rank error is within a quarter of the teachers.
 
     The exponential-mechanism median over ``grid_size`` points at
@@ -229,13 +244,15 @@ class AdaptiveRangeEngine(Engine):
     rows) spends the range's share on its rows.
     """
 
-    def __init__(self, mechanism, noise):
+    def __init__(self, mechanism: AdaptiveRangeRelease, noise: NoiseSource) -> None:
         self.mechanism = mechanism
         self.noise = noise
         # Without a range share the range is the public one: nothing to release.
-        self.range_ = None if mechanism.range_share > 0 else mechanism.target_range
+        self.range_: tuple[float, ...] | None = (
+            None if mechanism.range_share > 0 else mechanism.target_range
+        )
 
-    def fix_range(self, predictions):
+    def fix_range(self, predictions: ArrayLike) -> tuple[float, float]:
         """Estimate the range now, on the teachers' predictions of public rows."""
         if self.range_ is not None:
             raise RuntimeError(
@@ -253,7 +270,7 @@ class AdaptiveRangeEngine(Engine):
         )
         return self.range_
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         mech = self.mechanism
         predictions = np.clip(np.asarray(statistic, np.float64), *mech.target_range)
         if predictions.ndim != 2 or predictions.shape[1] != mech.n_teachers:
@@ -263,7 +280,7 @@ class AdaptiveRangeEngine(Engine):
             )
         if self.range_ is None:
             self.fix_range(predictions)
-        a, b = self.range_
+        a, b = cast("tuple[float, float]", self.range_)  # fixed just above
         if mech.aggregate == "median":
             grid = range_grid((a, b), mech.grid_size)
             utilities = -np.abs(
@@ -285,7 +302,7 @@ class AdaptiveRangeEngine(Engine):
                 units = grid_units(sensitivity, step)
                 values = grid_discrete_gaussian(
                     mean,
-                    units * mech.sigma_per_unit,
+                    units * cast(float, mech.sigma_per_unit),  # set: delta > 0
                     rng=self.noise[1],
                     grid_step=step,
                     bounds=(a, b),
@@ -302,10 +319,10 @@ class AdaptiveRangeEngine(Engine):
         values = np.asarray(values, dtype=np.float64)
         return Release({"value": values}, values.shape[0])
 
-    def get_state(self):
+    def get_state(self) -> dict | None:
         return None if self.range_ is None else {"range": list(self.range_)}
 
-    def set_state(self, state):
+    def set_state(self, state: dict) -> None:
         if state and state.get("range") is not None:
             self.range_ = tuple(float(v) for v in state["range"])
 
@@ -362,21 +379,27 @@ class AdaptiveRangeRelease(Mechanism):
     """
 
     n_streams = 2  # the range, the answers
+    # Set when delta > 0 (the Gaussian parts), None for a pure model; rho is
+    # None again under the sequential split.
+    rho: float | None
+    rho_answers: float | None
+    sigma_per_unit: float | None
+    conversion: str | None
 
     def __init__(
         self,
-        epsilon,
-        delta,
-        max_queries,
-        target_range,
-        n_teachers,
-        range_share,
-        aggregate,
-        quantiles,
-        grid_size,
-        rho,
-        conversion,
-    ):
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        target_range: tuple[float, float],
+        n_teachers: int,
+        range_share: float,
+        aggregate: str,
+        quantiles: tuple[float, float],
+        grid_size: int,
+        rho: float | None,
+        conversion: str | None,
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.max_queries = int(max_queries)
@@ -392,6 +415,7 @@ class AdaptiveRangeRelease(Mechanism):
         self.split = "rho"
         m = self.max_queries
         if self.delta > 0:
+            rho = cast(float, rho)  # calibrated when delta > 0
             rho_range = self.range_share * rho
             self.rho_answers = rho - rho_range
             # Two exponential mechanisms of eps^2/8 each make rho_range.
@@ -424,18 +448,18 @@ class AdaptiveRangeRelease(Mechanism):
     )
     def calibrate(
         cls,
-        epsilon,
-        delta,
-        max_queries,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
         *,
-        target_range,
-        n_teachers,
-        range_share=0.1,
-        aggregate="auto",
-        quantiles=(0.01, 0.99),
-        grid_size=128,
-        calibration="auto",
-    ):
+        target_range: tuple[float, float],
+        n_teachers: int,
+        range_share: float = 0.1,
+        aggregate: str = "auto",
+        quantiles: tuple[float, float] = (0.01, 0.99),
+        grid_size: int = 128,
+        calibration: str = "auto",
+    ) -> AdaptiveRangeRelease:
         """Split ``(epsilon, delta)`` between the range and ``max_queries`` answers.
 
         ``aggregate="auto"`` applies :func:`choose_aggregate` (public numbers).
@@ -518,7 +542,7 @@ class AdaptiveRangeRelease(Mechanism):
         self.sigma_per_unit = math.sqrt(self.max_queries / (2.0 * rho_answers))
 
     # -- public figures ------------------------------------------------------
-    def noise_std(self, width=None):
+    def noise_std(self, width: float | None = None) -> float:
         """Standard deviation of a mean answer's noise for a range of ``width``.
 
         ``width=None``: the whole ``target_range`` (the worst case). For the
@@ -530,18 +554,18 @@ class AdaptiveRangeRelease(Mechanism):
         units = grid_units(sensitivity, default_grid_step(sensitivity))
         step = default_grid_step(sensitivity)
         if self.delta > 0:
-            return step * units * self.sigma_per_unit
+            return step * units * cast(float, self.sigma_per_unit)
         q = math.exp(-self.epsilon_per_query / units)
         return step * math.sqrt(2.0 * q) / (1.0 - q)
 
     @property
-    def composition(self):
+    def composition(self) -> str:  # type: ignore[override]  # a class attribute
         # A model's own accountant composes the parts as calibrated in RDP or
         # zCDP; the sequential split (pure range, certified answers) and a
         # pure model compose by basic composition.
         if self.delta == 0 or self.split == "sequential":
             return "basic"
-        return self.conversion
+        return cast(str, self.conversion)  # set: delta > 0
 
     def _answer_events(self, label):
         m = self.max_queries
@@ -559,7 +583,7 @@ class AdaptiveRangeRelease(Mechanism):
             *self._answer_events(label),
         ]
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         if self.delta == 0:
             return self._tight_events(label)  # pure parts, basic composition
         if self.split == "sequential":
@@ -573,17 +597,21 @@ class AdaptiveRangeRelease(Mechanism):
             return [PureEvent(epsilon_range, label=label), answers]
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         """The parts themselves for an accountant that composes them, else the whole."""
         whole = self.privacy_events(label)
         if self.delta > 0 and composition in ("rdp", "zcdp"):
             return [self._tight_events(label), whole]
         return [whole]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> AdaptiveRangeEngine:
         return AdaptiveRangeEngine(self, noise)
 
-    def spent(self, units, engine):
+    def spent(  # type: ignore[override]  # the engine it made
+        self, units: int, engine: AdaptiveRangeEngine | None
+    ) -> tuple[float, float]:
         started = (
             self.range_share > 0 and engine is not None and engine.range_ is not None
         )
@@ -592,14 +620,18 @@ class AdaptiveRangeRelease(Mechanism):
                 units * self.epsilon_per_query
             )
             return eps, 0.0
+        # delta > 0: the Gaussian parts are calibrated.
+        rho_answers = cast(float, self.rho_answers)
         if self.split == "sequential":
-            rho = units * self.rho_answers / self.max_queries
-            groups = [(_FEWEST_UNITS * self.sigma_per_unit, _FEWEST_UNITS, units)]
-            epsilon, delta = gaussian_spent(self.conversion, self.delta, rho, groups)
+            rho = units * rho_answers / self.max_queries
+            sigma = cast(float, self.sigma_per_unit)
+            conversion = cast(str, self.conversion)
+            groups = [(_FEWEST_UNITS * sigma, _FEWEST_UNITS, units)]
+            epsilon, delta = gaussian_spent(conversion, self.delta, rho, groups)
             range_epsilon = 2.0 * self.range_epsilon_each if started else 0.0
             return epsilon + range_epsilon, delta
-        rho = (self.rho - self.rho_answers if started else 0.0) + (
-            units * self.rho_answers / self.max_queries
+        rho = (cast(float, self.rho) - rho_answers if started else 0.0) + (
+            units * rho_answers / self.max_queries
         )
         if rho <= 0:
             return 0.0, 0.0
@@ -607,7 +639,7 @@ class AdaptiveRangeRelease(Mechanism):
             return zcdp_epsilon(rho, self.delta), self.delta
         return rdp_epsilon_of_rho(rho, self.delta), self.delta
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "aggregate_": self.aggregate,
             "range_share_": self.range_share,

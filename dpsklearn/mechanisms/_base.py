@@ -23,8 +23,13 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..accounting import PrivacyEvent
+    from ..noise import NoiseSource
 
 __all__ = ["Engine", "Mechanism", "Release"]
 
@@ -68,14 +73,18 @@ class Engine(abc.ABC):
         return "the model halted"
 
     @abc.abstractmethod
-    def answer(self, method, statistic) -> Release:
-        """Release answers for a batch of statistics, in order."""
+    def answer(self, method: str, statistic: Any) -> Release:
+        """Release answers for a batch of statistics, in order.
 
-    def get_state(self):
+        ``statistic`` is what the estimator computes for the batch (vote
+        counts, soft labels, predictions, ...), as the engine expects it.
+        """
+
+    def get_state(self) -> dict | None:
         """The state to persist, or None for an engine without any."""
         return None
 
-    def set_state(self, state):  # noqa: B027 - stateless engines keep nothing
+    def set_state(self, state: dict) -> None:  # noqa: B027 - stateless: nothing kept
         """Continue from a persisted state."""
 
 
@@ -95,10 +104,12 @@ class Mechanism(abc.ABC):
     composition = "basic"
 
     @abc.abstractmethod
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         """The typed events the whole release spends, reserved at ``fit``."""
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         """Alternative descriptions of the same spend, most precise first.
 
         The estimator's budget step records the first one its accountant
@@ -108,11 +119,11 @@ class Mechanism(abc.ABC):
         """
         return [self.privacy_events(label)]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> Engine:
         """The engine that serves queries, drawing from ``noise`` (a NoiseSource)."""
         raise TypeError(f"{type(self).__name__} releases once; it has no engine.")
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         """``(epsilon, delta)`` that the releases so far cost, at this calibration.
 
         ``units`` is the number of query units served, ``engine`` the
@@ -120,7 +131,7 @@ class Mechanism(abc.ABC):
         """
         raise NotImplementedError
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         """The public figures an estimator exposes as fitted attributes."""
         return {}
 

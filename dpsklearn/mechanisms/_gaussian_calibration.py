@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._param_validation import StrOptions
@@ -159,7 +160,9 @@ def _largest_rho(name, epsilon, delta, rtol, groups_of):
     return rho, discrete_gaussian_epsilon(delta, groups_of(rho))
 
 
-def gaussian_spent(name, delta, rho, groups):
+def gaussian_spent(
+    name: str, delta: float, rho: float, groups: Sequence[tuple[float, int, int]]
+) -> tuple[float, float]:
     """``(epsilon, delta)`` of Gaussian releases under a calibration's conversion.
 
     ``rho`` is their zCDP total and ``groups`` their discrete Gaussian
@@ -216,15 +219,15 @@ def _calibrate_gaussian_cached(epsilon, delta, m, answers, share, calibration, r
     prefer_skip_nested_validation=True,
 )
 def calibrate_confident_gnmax(
-    epsilon,
-    delta,
-    max_queries,
-    max_answers,
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    max_answers: int,
     *,
-    calibration="auto",
-    threshold_share=0.5,
-    rtol=1e-6,
-):
+    calibration: str = "auto",
+    threshold_share: float = 0.5,
+    rtol: float = 1e-6,
+) -> GaussianCalibration:
     """Noise scales of Confident-GNMax for its worst case.
 
     See ``docs/design.rst``, "GNMax and Confident-GNMax".
@@ -325,7 +328,14 @@ calibrate_confident_gnmax.cache_clear = _calibrate_gaussian_cached.cache_clear
     },
     prefer_skip_nested_validation=True,
 )
-def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
+def gnmax_sigma(
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    *,
+    calibration: str = "auto",
+    rtol: float = 1e-6,
+) -> tuple[float, str]:
     """``sigma`` of GNMax: ``max_queries`` Gaussian noisy argmaxes within the budget.
 
     GNMax (Papernot et al. 2018) answers every query with the argmax of the
@@ -364,7 +374,13 @@ def gnmax_sigma(epsilon, delta, max_queries, *, calibration="auto", rtol=1e-6):
     return cal.sigma_argmax, cal.name
 
 
-def calibrate_gnmax(epsilon, delta, max_queries, calibration="auto", rtol=1e-6):
+def calibrate_gnmax(
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    calibration: str = "auto",
+    rtol: float = 1e-6,
+) -> GaussianCalibration:
     """GNMax's calibration: ``max_queries`` noisy argmaxes and no threshold check."""
     return _calibrate_gaussian_cached(
         float(epsilon),
@@ -398,8 +414,14 @@ def _largest_value_rho(epsilon, delta, m, units, calibration, rtol):
 
 
 def largest_gaussian_rho(
-    epsilon, delta, calibration="auto", rtol=1e-6, *, max_queries=None, units=1
-):
+    epsilon: float,
+    delta: float,
+    calibration: str = "auto",
+    rtol: float = 1e-6,
+    *,
+    max_queries: int | None = None,
+    units: int = 1,
+) -> tuple[float, str]:
     """The largest total zCDP ``rho`` of Gaussian releases within ``(epsilon, delta)``.
 
     Gaussian releases (continuous or discrete) compose to the Renyi curve

@@ -33,16 +33,19 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtri
 
 from .._param_validation import Interval
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
-from ..accounting import ApproximateEvent, GaussianEvent
-from ..noise import discrete_gaussian
+from ..accounting import ApproximateEvent, GaussianEvent, PrivacyEvent
+from ..noise import NoiseSource, discrete_gaussian
 from ._base import Engine, Mechanism, Release
 from ._gaussian_calibration import (
+    GaussianCalibration,
     calibrate_confident_gnmax,
     calibrate_gnmax,
     gaussian_spent,
@@ -61,7 +64,7 @@ __all__ = [
 ]
 
 
-def check_vote_counts(counts):
+def check_vote_counts(counts: ArrayLike) -> NDArray[np.int64]:
     """``counts`` as a 2-D int64 array of vote counts, or a ValueError naming it.
 
     Examples
@@ -90,7 +93,9 @@ def check_vote_counts(counts):
     },
     prefer_skip_nested_validation=True,
 )
-def gnmax(counts, sigma, *, rng):
+def gnmax(
+    counts: ArrayLike, sigma: float, *, rng: np.random.Generator
+) -> NDArray[np.int64]:
     """Gaussian noisy argmax of vote counts, one answer per query (GNMax).
 
     Returns ``argmax_j(counts[i, j] + Z_ij)`` with i.i.d. discrete Gaussian
@@ -131,7 +136,9 @@ def gnmax(counts, sigma, *, rng):
     },
     prefer_skip_nested_validation=True,
 )
-def gnmax_noisy_counts(counts, sigma, *, rng):
+def gnmax_noisy_counts(
+    counts: ArrayLike, sigma: float, *, rng: np.random.Generator
+) -> NDArray[np.int64]:
     """The noisy vote counts that GNMax takes the argmax of.
 
     ``counts[i, j] + Z_ij`` with i.i.d. discrete Gaussian ``Z_ij ~ N_Z(0,
@@ -180,8 +187,14 @@ def gnmax_noisy_counts(counts, sigma, *, rng):
     prefer_skip_nested_validation=True,
 )
 def confident_gnmax(
-    counts, threshold, sigma_threshold, sigma_argmax, *, rng, max_answers=None
-):
+    counts: ArrayLike,
+    threshold: float,
+    sigma_threshold: float,
+    sigma_argmax: float,
+    *,
+    rng: np.random.Generator,
+    max_answers: int | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.bool_], int]:
     """Confident-GNMax on a batch of queries, in order (Papernot et al. 2018, Alg. 1).
 
     Query ``i`` is answered when ``max_j counts[i, j] + N_Z(0, sigma1^2) >=
@@ -256,7 +269,9 @@ def confident_gnmax(
     },
     prefer_skip_nested_validation=True,
 )
-def confident_gnmax_threshold(n_teachers, n_classes, sigma_argmax, error=0.1):
+def confident_gnmax_threshold(
+    n_teachers: int, n_classes: int, sigma_argmax: float, error: float = 0.1
+) -> float:
     """The data-independent threshold on the noisy largest count.
 
     A query whose largest count is ``v`` has a gap to the runner-up of at
@@ -336,7 +351,14 @@ class ConfidentGNMaxEngine(Engine):
     ([0, -1, 1], 3, True)
     """
 
-    def __init__(self, threshold, sigma_threshold, sigma_argmax, max_answers, noise):
+    def __init__(
+        self,
+        threshold: float,
+        sigma_threshold: float,
+        sigma_argmax: float,
+        max_answers: int,
+        noise: NoiseSource,
+    ) -> None:
         self.threshold = float(threshold)
         self.sigma_threshold = float(sigma_threshold)
         self.sigma_argmax = float(sigma_argmax)
@@ -347,14 +369,14 @@ class ConfidentGNMaxEngine(Engine):
         self.n_queries = 0
 
     @property
-    def halted(self):
+    def halted(self) -> bool:
         return self.n_answers >= self.max_answers
 
     @property
-    def n_failed_tests(self):
+    def n_failed_tests(self) -> int:  # type: ignore[override]  # a class attribute
         return self.abstention_count
 
-    def halt_reason(self):
+    def halt_reason(self) -> str:
         return f"the model halted after max_answers={self.max_answers} answers"
 
     def get_state(self) -> dict:
@@ -371,7 +393,7 @@ class ConfidentGNMaxEngine(Engine):
         self.abstention_count = int(state["abstention_count"])
         self.n_queries = int(state["n_queries"])
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         """Process vote counts in order until the answers run out.
 
         Returns a :class:`Release` with ``"label"`` (class index, ``-1``
@@ -401,11 +423,11 @@ class ConfidentGNMaxEngine(Engine):
 class GNMaxEngine(Engine):
     """Releases each query's noisy count vector (GNMax): stateless but for noise."""
 
-    def __init__(self, sigma, noise):
+    def __init__(self, sigma: float, noise: NoiseSource) -> None:
         self.sigma = float(sigma)
         self.noise = noise
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         noisy = gnmax_noisy_counts(statistic, self.sigma, rng=self.noise[0])
         return Release({"noisy_counts": noisy}, noisy.shape[0])
 
@@ -435,33 +457,40 @@ class GNMaxRelease(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, calibration):
+    def __init__(self, calibration: GaussianCalibration) -> None:
         self.calibration = calibration
 
     @classmethod
-    def calibrate(cls, epsilon, delta, max_queries, *, calibration="auto"):
+    def calibrate(
+        cls,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        *,
+        calibration: str = "auto",
+    ) -> GNMaxRelease:
         """Calibrate ``sigma`` for ``max_queries`` released vectors."""
         return cls(calibrate_gnmax(epsilon, delta, max_queries, calibration))
 
     @property
-    def sigma(self):
+    def sigma(self) -> float:
         return self.calibration.sigma_argmax
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         # The m releases as a whole are (epsilon, delta)-DP.
         cal = self.calibration
         return [ApproximateEvent(cal.epsilon, cal.delta, label=label)]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> GNMaxEngine:
         return GNMaxEngine(self.sigma, noise)
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         cal = self.calibration
         # Each released vector moves two counts by one: two unit releases.
         groups = [(self.sigma, 1, 2 * units)]
         return gaussian_spent(cal.name, cal.delta, units / self.sigma**2, groups)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         # A Gaussian release has no per-query epsilon; a vote-share row reads
         # the same release as a label, so it costs one unit and needs no grid.
         return {
@@ -496,22 +525,22 @@ class ConfidentGNMaxRelease(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, calibration, threshold):
+    def __init__(self, calibration: GaussianCalibration, threshold: float) -> None:
         self.calibration = calibration
         self.threshold = float(threshold)
 
     @classmethod
     def calibrate(
         cls,
-        epsilon,
-        delta,
-        max_queries,
-        max_answers,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        max_answers: int,
         *,
-        n_teachers,
-        n_classes,
-        calibration="auto",
-    ):
+        n_teachers: int,
+        n_classes: int,
+        calibration: str = "auto",
+    ) -> ConfidentGNMaxRelease:
         """Calibrate the noise for the worst case and set the vote threshold."""
         cal = calibrate_confident_gnmax(
             epsilon, delta, max_queries, max_answers, calibration=calibration
@@ -521,21 +550,23 @@ class ConfidentGNMaxRelease(Mechanism):
         )
 
     @property
-    def composition(self):
+    def composition(self) -> str:  # type: ignore[override]  # a class attribute
         # A model's own accountant composes the Gaussian events as calibrated
         # in RDP or zCDP; a Gaussian-DP calibration certifies the whole
         # (epsilon, delta), which the accountant records as one event.
         name = self.calibration.name
         return name if name in ("rdp", "zcdp") else "basic"
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         return [
             ApproximateEvent(
                 self.calibration.epsilon, self.calibration.delta, label=label
             )
         ]
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         """Gaussian events for an accountant that composes them, else the whole.
 
         An RDP or zCDP accountant records the two Gaussian events themselves
@@ -545,8 +576,9 @@ class ConfidentGNMaxRelease(Mechanism):
         ``(epsilon, delta)`` of the whole mechanism.
         """
         cal = self.calibration
-        gaussian = [
-            GaussianEvent(cal.sigma_threshold, 1.0, count=cal.max_queries, label=label),
+        sigma_threshold = cast(float, cal.sigma_threshold)  # None only for GNMax
+        gaussian: list[PrivacyEvent] = [
+            GaussianEvent(sigma_threshold, 1.0, count=cal.max_queries, label=label),
             GaussianEvent(
                 cal.sigma_argmax, math.sqrt(2.0), count=cal.max_answers, label=label
             ),
@@ -554,27 +586,30 @@ class ConfidentGNMaxRelease(Mechanism):
         whole = self.privacy_events(label)
         return [gaussian, whole] if composition in ("rdp", "zcdp") else [whole]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> ConfidentGNMaxEngine:
         cal = self.calibration
         return ConfidentGNMaxEngine(
             self.threshold,
-            cal.sigma_threshold,
+            cast(float, cal.sigma_threshold),  # None only for GNMax
             cal.sigma_argmax,
             cal.max_answers,
             noise,
         )
 
-    def spent(self, units, engine):
+    def spent(  # type: ignore[override]  # the engine it made
+        self, units: int, engine: ConfidentGNMaxEngine
+    ) -> tuple[float, float]:
         cal = self.calibration
-        rho = engine.n_queries / (2.0 * cal.sigma_threshold**2)
+        sigma_threshold = cast(float, cal.sigma_threshold)  # None only for GNMax
+        rho = engine.n_queries / (2.0 * sigma_threshold**2)
         rho += engine.n_answers / cal.sigma_argmax**2
         groups = [
-            (cal.sigma_threshold, 1, engine.n_queries),
+            (sigma_threshold, 1, engine.n_queries),
             (cal.sigma_argmax, 1, 2 * engine.n_answers),
         ]
         return gaussian_spent(cal.name, cal.delta, rho, groups)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         cal = self.calibration
         return {
             "calibration_": cal.name,

@@ -23,11 +23,13 @@ deviation. Laplace wins for a few queries (basic composition spends
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..accounting import ApproximateEvent, GaussianEvent
-from ..noise import default_grid_step, grid_discrete_gaussian, grid_units
+from ..accounting import ApproximateEvent, GaussianEvent, PrivacyEvent
+from ..noise import NoiseSource, default_grid_step, grid_discrete_gaussian, grid_units
 from ._base import Engine, Mechanism, Release
 from ._gaussian_calibration import gaussian_spent, largest_gaussian_rho
 from ._per_query import GridLaplaceRelease
@@ -43,12 +45,12 @@ __all__ = [
 class GridGaussianEngine(Engine):
     """Releases values of a :class:`GridGaussianRelease`, one unit each."""
 
-    def __init__(self, mechanism, noise):
+    def __init__(self, mechanism: GridGaussianRelease, noise: NoiseSource) -> None:
         self.mechanism = mechanism
         self.noise = noise
         self.sigma_units = mechanism.sigma_units
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         mech = self.mechanism
         lo, hi = mech.bounds
         values = grid_discrete_gaussian(
@@ -97,8 +99,15 @@ class GridGaussianRelease(Mechanism):
     calibration_name = "gaussian"
 
     def __init__(
-        self, epsilon, delta, max_queries, rho, conversion, sensitivity, bounds
-    ):
+        self,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        rho: float,
+        conversion: str,
+        sensitivity: float,
+        bounds: tuple[float, float],
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.max_queries = int(max_queries)
@@ -112,8 +121,15 @@ class GridGaussianRelease(Mechanism):
 
     @classmethod
     def calibrate(
-        cls, epsilon, delta, max_queries, *, sensitivity, bounds, calibration="auto"
-    ):
+        cls,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        *,
+        sensitivity: float,
+        bounds: tuple[float, float],
+        calibration: str = "auto",
+    ) -> GridGaussianRelease:
         """``sigma_u`` for ``max_queries`` releases within ``(epsilon, delta)``.
 
         ``calibration``: ``"gdp"``, ``"rdp"``, ``"zcdp"`` or ``"auto"`` (the
@@ -134,31 +150,33 @@ class GridGaussianRelease(Mechanism):
         return cls(epsilon, delta, max_queries, rho, conversion, sensitivity, bounds)
 
     @property
-    def units(self):
+    def units(self) -> int:
         """The sensitivity in grid units, ``floor(sensitivity/g) + 1``."""
         return grid_units(self.sensitivity, self.grid_step)
 
     @property
-    def noise_scale(self):
+    def noise_scale(self) -> float:
         """``sigma`` of the released noise in the values' units, ``g sigma_u``."""
         return self.grid_step * self.sigma_units
 
     @property
-    def noise_std(self):
+    def noise_std(self) -> float:
         """Standard deviation of the released noise (at most ``noise_scale``)."""
         return self.noise_scale
 
     @property
-    def composition(self):
+    def composition(self) -> str:  # type: ignore[override]  # a class attribute
         # A model's own accountant composes the Gaussian events as calibrated
         # in RDP or zCDP; a Gaussian-DP calibration certifies the whole
         # (epsilon, delta), which the accountant records as one event.
         return self.conversion if self.conversion in ("rdp", "zcdp") else "basic"
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         """Gaussian events for an accountant that composes them, else the whole.
 
         An RDP or zCDP accountant records the ``m`` discrete Gaussian events
@@ -169,22 +187,22 @@ class GridGaussianRelease(Mechanism):
         whole = self.privacy_events(label)
         if composition not in ("rdp", "zcdp"):
             return [whole]
-        gaussian = [
+        gaussian: list[PrivacyEvent] = [
             GaussianEvent(
                 self.sigma_units, self.units, count=self.max_queries, label=label
             )
         ]
         return [gaussian, whole]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> GridGaussianEngine:
         return GridGaussianEngine(self, noise)
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         rho = units * self.units**2 / (2.0 * self.sigma_units**2)
         groups = [(self.sigma_units, self.units, units)]
         return gaussian_spent(self.conversion, self.delta, rho, groups)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "epsilon_per_query_": None,
             "calibration_": self.calibration_name,
@@ -197,8 +215,14 @@ class GridGaussianRelease(Mechanism):
 
 
 def value_release(
-    epsilon, delta, max_queries, *, sensitivity, bounds, calibration="auto"
-):
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    *,
+    sensitivity: float,
+    bounds: tuple[float, float],
+    calibration: str = "auto",
+) -> GridGaussianRelease | GridLaplaceRelease:
     """Per-query release of a value of known sensitivity: grid Laplace or Gaussian.
 
     ``calibration``: ``"gaussian"`` gives :class:`GridGaussianRelease`;
@@ -216,7 +240,7 @@ def value_release(
     >>> one.calibration_name, many.calibration_name
     ('basic', 'gaussian')
     """
-    common = {"sensitivity": sensitivity, "bounds": bounds}
+    common: dict[str, Any] = {"sensitivity": sensitivity, "bounds": bounds}
     if calibration == "gaussian":
         return GridGaussianRelease.calibrate(epsilon, delta, max_queries, **common)
     by_laplace = GridLaplaceRelease.calibrate(
@@ -229,8 +253,14 @@ def value_release(
 
 
 def clipped_mean_release(
-    epsilon, delta, max_queries, *, target_range, n_teachers, calibration="auto"
-):
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    *,
+    target_range: tuple[float, float],
+    n_teachers: int,
+    calibration: str = "auto",
+) -> GridGaussianRelease | GridLaplaceRelease:
     """The mean of ``k`` teachers' predictions, each clipped to ``target_range``.
 
     Clipping each prediction to ``(lo, hi)`` *before* averaging makes the

@@ -32,16 +32,21 @@ shortcut; ``docs/design.rst``, "Kernel ridge: sensitivity and releases")::
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from ..accounting import GaussianEvent, PureEvent
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..accounting import GaussianEvent, PrivacyEvent, PureEvent
 from ..noise import (
+    NoiseSource,
     analytic_gaussian_sigma,
     default_grid_step,
     grid_gaussian,
     grid_high_dimensional_laplace,
     l2_grid_units,
 )
-from ._base import Mechanism
+from ._base import Engine, Mechanism
 from ._per_query import GridLaplaceRelease
 
 __all__ = [
@@ -58,7 +63,9 @@ def _shard_rows(n_samples, n_shards):
     return int(n_samples) // int(n_shards)
 
 
-def function_sensitivity(kappa, y_bound, alpha, n_samples):
+def function_sensitivity(
+    kappa: float, y_bound: float, alpha: float, n_samples: int
+) -> float:
     """Lemma 2: ``sup |f_z - f_z'| <= 2 kappa^2 (kappa R + M) / (alpha n)``.
 
     Examples
@@ -71,7 +78,9 @@ def function_sensitivity(kappa, y_bound, alpha, n_samples):
     return 2.0 * kappa**2 * (kappa * radius + y_bound) / (alpha * n_samples)
 
 
-def weight_sensitivity(kappa, y_bound, alpha, n_samples):
+def weight_sensitivity(
+    kappa: float, y_bound: float, alpha: float, n_samples: int
+) -> float:
     """L2 sensitivity of the weights, ``2 kappa (kappa R + M) / (alpha n)``.
 
     Examples
@@ -85,17 +94,17 @@ def weight_sensitivity(kappa, y_bound, alpha, n_samples):
 
 
 def kernel_ridge_prediction_release(
-    epsilon,
-    delta,
-    max_queries,
+    epsilon: float,
+    delta: float,
+    max_queries: int,
     *,
-    kappa,
-    y_bound,
-    alpha,
-    n_samples,
-    n_shards=1,
-    calibration="auto",
-):
+    kappa: float,
+    y_bound: float,
+    alpha: float,
+    n_samples: int,
+    n_shards: int = 1,
+    calibration: str = "auto",
+) -> GridLaplaceRelease:
     """Per-query grid Laplace on the mean of ``k`` clipped shard predictions.
 
     Each of the ``k = n_shards`` shard fits has at least ``s = n // k`` rows;
@@ -151,7 +160,9 @@ class WeightRelease(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, epsilon, delta, sensitivity, n_weights):
+    def __init__(
+        self, epsilon: float, delta: float, sensitivity: float, n_weights: int
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.sensitivity = float(sensitivity)
@@ -165,24 +176,26 @@ class WeightRelease(Mechanism):
         )
 
     @classmethod
-    def calibrate(cls, epsilon, delta, *, sensitivity, n_weights):
+    def calibrate(
+        cls, epsilon: float, delta: float, *, sensitivity: float, n_weights: int
+    ) -> WeightRelease:
         """The noise of one release of ``n_weights`` weights."""
         return cls(epsilon, delta, sensitivity, n_weights)
 
     @property
-    def name(self):
+    def name(self) -> str:
         if self.sigma_units is not None:
             return "grid_gaussian"
         return "grid_high_dimensional_laplace"
 
     @property
-    def noise_scale(self):
+    def noise_scale(self) -> float:
         """Per-weight Gaussian standard deviation, or the Laplace norm's scale."""
         if self.sigma_units is not None:
             return self.grid_step * self.sigma_units
         return self.grid_step * self.units / self.epsilon
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         if self.sigma_units is not None:
             return [
                 GaussianEvent(
@@ -195,7 +208,7 @@ class WeightRelease(Mechanism):
             ]
         return [PureEvent(self.epsilon, label=label)]
 
-    def release(self, weights, noise):
+    def release(self, weights: ArrayLike, noise: NoiseSource) -> NDArray[np.float64]:
         """The noisy weights (the only thing that leaves the fit)."""
         if self.sigma_units is not None:
             noisy, _ = grid_gaussian(
@@ -216,10 +229,10 @@ class WeightRelease(Mechanism):
             )
         return noisy
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return self.epsilon, self.delta
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "sensitivity_": self.sensitivity,
             "grid_step_": self.grid_step,
@@ -228,8 +241,16 @@ class WeightRelease(Mechanism):
 
 
 def kernel_ridge_weight_release(
-    epsilon, delta, *, kappa, y_bound, alpha, n_samples, n_weights, n_shards=1
-):
+    epsilon: float,
+    delta: float,
+    *,
+    kappa: float,
+    y_bound: float,
+    alpha: float,
+    n_samples: int,
+    n_weights: int,
+    n_shards: int = 1,
+) -> WeightRelease:
     """The mean weights of ``k`` random-feature shard fits, released once.
 
     Each shard's weights have norm at most ``R = M / sqrt(alpha)`` and move

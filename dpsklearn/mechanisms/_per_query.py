@@ -23,18 +23,22 @@ the split was certified through zCDP or its RDP reading
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..accounting import (
     ApproximateEvent,
     BoundedRangeEvent,
     DiscreteLaplaceEvent,
+    PrivacyEvent,
     PureEvent,
     per_release_epsilon,
     per_release_spent,
 )
 from ..noise import (
+    NoiseSource,
     default_grid_step,
     exponential_mechanism,
     grid_laplace,
@@ -54,7 +58,14 @@ class _PerQuery(Mechanism):
     #: How :func:`per_release_epsilon` splits a budget over these releases.
     release = "laplace"
 
-    def __init__(self, epsilon, delta, max_queries, epsilon_per_query, name):
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        epsilon_per_query: float,
+        name: str,
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.max_queries = int(max_queries)
@@ -66,7 +77,7 @@ class _PerQuery(Mechanism):
             self.unit_event(self.epsilon_per_query, count=self.max_queries, label=label)
         ]
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         if self.calibration_name == "basic":
             # m pure releases of eps_q each; delta unused.
             return self._basic_events(label)
@@ -78,7 +89,9 @@ class _PerQuery(Mechanism):
         """The ``m`` releases as events with a Renyi curve (whatever the split)."""
         return self._basic_events(label)
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         # An accountant that composes Renyi curves (the candidates' budget
         # in a private search) can take the m releases themselves, which a
         # whole (epsilon, delta) event does not describe.
@@ -87,7 +100,7 @@ class _PerQuery(Mechanism):
             options.insert(0, self._curve_events(label))
         return options
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return per_release_spent(
             units,
             self.epsilon_per_query,
@@ -97,7 +110,7 @@ class _PerQuery(Mechanism):
             self.calibration_name,
         )
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "epsilon_per_query_": self.epsilon_per_query,
             "calibration_": self.calibration_name,
@@ -108,11 +121,11 @@ class SoftMajorityEngine(Engine):
     """Answers ``predict`` rows by the exponential mechanism, ``predict_proba`` rows
     by grid Laplace on the mean probability row."""
 
-    def __init__(self, mechanism, noise):
+    def __init__(self, mechanism: SoftMajority, noise: NoiseSource) -> None:
         self.mechanism = mechanism
         self.noise = noise
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         mech = self.mechanism
         if method == "predict_proba":
             # Replacing one record changes one teacher's row (L1 norm 1) into
@@ -171,22 +184,29 @@ class SoftMajority(_PerQuery):
 
     def __init__(
         self,
-        epsilon,
-        delta,
-        max_queries,
-        epsilon_per_query,
-        name,
-        n_teachers,
-        n_classes,
-    ):
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        epsilon_per_query: float,
+        name: str,
+        n_teachers: int,
+        n_classes: int,
+    ) -> None:
         super().__init__(epsilon, delta, max_queries, epsilon_per_query, name)
         self.n_teachers = int(n_teachers)
         self.n_classes = int(n_classes)
 
     @classmethod
     def calibrate(
-        cls, epsilon, delta, max_queries, *, n_teachers, n_classes, calibration="auto"
-    ):
+        cls,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        *,
+        n_teachers: int,
+        n_classes: int,
+        calibration: str = "auto",
+    ) -> SoftMajority:
         """Split ``(epsilon, delta)`` over ``max_queries`` units of soft majority."""
         eps_q, name = per_release_epsilon(
             epsilon, delta, max_queries, release="exponential", calibration=calibration
@@ -194,7 +214,9 @@ class SoftMajority(_PerQuery):
         return cls(epsilon, delta, max_queries, eps_q, name, n_teachers, n_classes)
 
     @staticmethod
-    def epsilon_per_query_for(epsilon, delta, max_queries, calibration="auto"):
+    def epsilon_per_query_for(
+        epsilon: float, delta: float, max_queries: int, calibration: str = "auto"
+    ) -> tuple[float, str]:
         """``(eps_q, calibration)`` before the number of teachers is known."""
         return per_release_epsilon(
             epsilon, delta, max_queries, release="exponential", calibration=calibration
@@ -214,7 +236,7 @@ class SoftMajority(_PerQuery):
         return [BoundedRangeEvent(eps_q, count=m, label=label)]
 
     @property
-    def proba_cost(self):
+    def proba_cost(self) -> int:
         """Query units of one ``predict_proba`` row."""
         if self.calibration_name in ("basic", "kov", "bounded_range"):
             return 1
@@ -222,7 +244,7 @@ class SoftMajority(_PerQuery):
         return int(round(ratio))
 
     @property
-    def proba_epsilon(self):
+    def proba_epsilon(self) -> float:
         """The pure epsilon of one ``predict_proba`` row.
 
         ``eps_q``, except under the ``bounded_range`` calibration, whose
@@ -235,13 +257,13 @@ class SoftMajority(_PerQuery):
         return self.epsilon_per_query
 
     @property
-    def proba_grid_step(self):
+    def proba_grid_step(self) -> float:
         return default_grid_step(2.0 / self.n_teachers)
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> SoftMajorityEngine:
         return SoftMajorityEngine(self, noise)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             **super().fitted_attributes(),
             "sigma_": None,
@@ -253,11 +275,11 @@ class SoftMajority(_PerQuery):
 class GridLaplaceEngine(Engine):
     """Releases values of a :class:`GridLaplaceRelease`, one unit each."""
 
-    def __init__(self, mechanism, noise):
+    def __init__(self, mechanism: GridLaplaceRelease, noise: NoiseSource) -> None:
         self.mechanism = mechanism
         self.noise = noise
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: ArrayLike) -> Release:
         mech = self.mechanism
         lo, hi = mech.bounds
         values = grid_laplace(
@@ -293,14 +315,14 @@ class GridLaplaceRelease(_PerQuery):
 
     def __init__(
         self,
-        epsilon,
-        delta,
-        max_queries,
-        epsilon_per_query,
-        name,
-        sensitivity,
-        bounds,
-    ):
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        epsilon_per_query: float,
+        name: str,
+        sensitivity: float,
+        bounds: tuple[float, float],
+    ) -> None:
         super().__init__(epsilon, delta, max_queries, epsilon_per_query, name)
         self.sensitivity = float(sensitivity)
         self.bounds = (float(bounds[0]), float(bounds[1]))
@@ -308,8 +330,15 @@ class GridLaplaceRelease(_PerQuery):
 
     @classmethod
     def calibrate(
-        cls, epsilon, delta, max_queries, *, sensitivity, bounds, calibration="auto"
-    ):
+        cls,
+        epsilon: float,
+        delta: float,
+        max_queries: int,
+        *,
+        sensitivity: float,
+        bounds: tuple[float, float],
+        calibration: str = "auto",
+    ) -> GridLaplaceRelease:
         """Split ``(epsilon, delta)`` over ``max_queries`` pure releases."""
         eps_q, name = per_release_epsilon(
             epsilon, delta, max_queries, release="laplace", calibration=calibration
@@ -317,17 +346,17 @@ class GridLaplaceRelease(_PerQuery):
         return cls(epsilon, delta, max_queries, eps_q, name, sensitivity, bounds)
 
     @property
-    def units(self):
+    def units(self) -> int:
         """The sensitivity in grid units, ``floor(sensitivity/g) + 1``."""
         return grid_units(self.sensitivity, self.grid_step)
 
     @property
-    def noise_scale(self):
+    def noise_scale(self) -> float:
         """The scale of the released noise in the values' units."""
         return self.grid_step * self.units / self.epsilon_per_query
 
     @property
-    def noise_std(self):
+    def noise_std(self) -> float:
         """Standard deviation of the released noise, ``g sqrt(2 q) / (1 - q)``.
 
         ``DLap(t)`` with ``q = exp(-1/t)`` has variance ``2 q / (1 - q)^2``
@@ -347,10 +376,10 @@ class GridLaplaceRelease(_PerQuery):
             )
         ]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> GridLaplaceEngine:
         return GridLaplaceEngine(self, noise)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             **super().fitted_attributes(),
             "sensitivity_": self.sensitivity,

@@ -37,12 +37,15 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from .._param_validation import HasMethods, Interval, StrOptions
 from ..accounting import smallest_integer
+from ..noise import NoiseSource
 from ._base import Release
 from ._options import MechanismOptions
+from ._sparse_vector_calibration import SparseVectorCalibration
 from ._sparse_vector_tails import difference_tail
 from ._stability import StabilityEngine, StabilityTest
 
@@ -88,7 +91,7 @@ _NO_CLASS_SCORE = -(2**60)
 class PublicPriorEngine(StabilityEngine):
     """Runs :class:`PublicPriorTest`: the statistic is ``(votes, public_index)``."""
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: tuple[ArrayLike, ArrayLike]) -> Release:
         votes, public = statistic
         votes = np.asarray(votes)
         public = np.asarray(public, dtype=np.int64)
@@ -134,13 +137,13 @@ class PublicPriorTest(StabilityTest):
 
     def __init__(
         self,
-        calibration,
-        max_unstable,
-        fallback,
-        fallback_epsilon,
-        margin,
-        disagreement,
-    ):
+        calibration: SparseVectorCalibration,
+        max_unstable: int,
+        fallback: str,
+        fallback_epsilon: float,
+        margin: int,
+        disagreement: float,
+    ) -> None:
         super().__init__(calibration, max_unstable, fallback, fallback_epsilon)
         self.margin = int(margin)
         self.disagreement = float(disagreement)
@@ -148,17 +151,17 @@ class PublicPriorTest(StabilityTest):
     @classmethod
     def calibrate(  # type: ignore[override]
         cls,
-        epsilon,
-        delta,
+        epsilon: float,
+        delta: float,
         *,
-        max_unstable,
-        n_teachers,
-        disagreement=0.5,
-        noise="laplace",
-        fallback="noisy_max",
-        noisy_max_share=0.5,
-        max_queries=None,
-    ):
+        max_unstable: int,
+        n_teachers: int,
+        disagreement: float = 0.5,
+        noise: str = "laplace",
+        fallback: str = "noisy_max",
+        noisy_max_share: float = 0.5,
+        max_queries: int | None = None,
+    ) -> PublicPriorTest:
         """Calibrate the instances and fallbacks; set the threshold for accuracy."""
         test = StabilityTest.calibrate(
             epsilon,
@@ -183,10 +186,10 @@ class PublicPriorTest(StabilityTest):
             disagreement,
         )
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> PublicPriorEngine:
         return PublicPriorEngine(self, noise)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             **super().fitted_attributes(),
             "agreement_margin_": self.margin,

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ..accounting import ApproximateEvent, dp_accounting
-from ..noise import discrete_gaussian, repeated_candidates
-from ._base import Mechanism
+from ..accounting import ApproximateEvent, PrivacyEvent, dp_accounting
+from ..noise import NoiseSource, discrete_gaussian, repeated_candidates
+from ._base import Engine, Mechanism
 
 __all__ = [
     "RUN_DISTRIBUTIONS",
@@ -110,7 +113,7 @@ def fit_dp_event(events):
     return dpa.ComposedDpEvent(parts)
 
 
-def curve_of_events(events) -> np.ndarray:
+def curve_of_events(events: Iterable[PrivacyEvent]) -> np.ndarray:
     """Renyi curve of typed events (at ``dp_accounting``'s default orders).
 
     Examples
@@ -278,15 +281,15 @@ class RepeatedSelection(Mechanism):
 
     def __init__(
         self,
-        epsilon,
-        delta,
-        candidate_epsilon,
-        candidate_curve,
-        mean_runs,
-        shape,
-        score_sigma,
-        total_epsilon,
-    ):
+        epsilon: float,
+        delta: float,
+        candidate_epsilon: float,
+        candidate_curve: ArrayLike,
+        mean_runs: float,
+        shape: float,
+        score_sigma: float,
+        total_epsilon: float,
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.candidate_epsilon = float(candidate_epsilon)
@@ -297,7 +300,14 @@ class RepeatedSelection(Mechanism):
         self.total_epsilon = float(total_epsilon)
 
     @classmethod
-    def total(cls, candidate_curve, score_sigma, mean_runs, shape, delta):
+    def total(
+        cls,
+        candidate_curve: ArrayLike,
+        score_sigma: float,
+        mean_runs: float,
+        shape: float,
+        delta: float,
+    ) -> float:
         """The selection's epsilon at ``delta`` (Renyi, replace-one).
 
         ``candidate_curve`` is the candidates' Renyi curve at
@@ -307,7 +317,14 @@ class RepeatedSelection(Mechanism):
         return _total(candidate_curve, score_sigma, mean_runs, shape, delta)
 
     @staticmethod
-    def default_score_sigma(epsilon, delta, *, mean_runs, runs, n_validation):
+    def default_score_sigma(
+        epsilon: float,
+        delta: float,
+        *,
+        mean_runs: float,
+        runs: str | float,
+        n_validation: int,
+    ) -> float:
         """Score noise taking at most a tenth of a run's zCDP budget, or more noise.
 
         ``max(n_validation / 200, 1 / sqrt(2 rho_s))`` with ``rho_s`` a tenth
@@ -315,14 +332,23 @@ class RepeatedSelection(Mechanism):
         count then moves by about half a point of accuracy at most, and
         leaves nine tenths of the run's budget to the fit.
         """
-        shape = float(RUN_DISTRIBUTIONS.get(runs, runs))
+        # A name, or a float shape (its own value).
+        shape = float(RUN_DISTRIBUTIONS.get(runs, runs))  # type: ignore[arg-type]
         rho = _largest_run_rho(float(epsilon), float(delta), float(mean_runs), shape)
         return max(n_validation / 200.0, 1.0 / math.sqrt(2.0 * 0.1 * rho))
 
     @classmethod
     def calibrate(
-        cls, epsilon, delta, events_at, *, mean_runs, runs, score_sigma, rtol=1e-3
-    ):
+        cls,
+        epsilon: float,
+        delta: float,
+        events_at: Callable[[float], Iterable[Iterable[PrivacyEvent]]],
+        *,
+        mean_runs: float,
+        runs: str | float,
+        score_sigma: float,
+        rtol: float = 1e-3,
+    ) -> RepeatedSelection:
         """The largest per-candidate epsilon that fits, by bisection.
 
         Parameters
@@ -341,7 +367,8 @@ class RepeatedSelection(Mechanism):
         score_sigma : float
             Scale of the discrete Gaussian noise on each score count.
         """
-        shape = RUN_DISTRIBUTIONS.get(runs, runs)
+        # A name, or a float shape (its own value).
+        shape = RUN_DISTRIBUTIONS.get(runs, runs)  # type: ignore[arg-type]
         shape = float(shape)
 
         def total_at(eps_c):
@@ -371,24 +398,29 @@ class RepeatedSelection(Mechanism):
         return cls(epsilon, delta, eps_c, curve, mean_runs, shape, score_sigma, value)
 
     @property
-    def runs_parameter(self):
+    def runs_parameter(self) -> float:
         """The Poisson mean, or ``gamma`` of the truncated negative binomial."""
         if self.shape == math.inf:
             return self.mean_runs
         return repetition_gamma(self.mean_runs, self.shape)
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         # The whole selection, charged as stated (its Renyi certificate is
         # total_epsilon <= epsilon).
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
-    def draw_runs(self, n_candidates, noise):
+    def draw_runs(self, n_candidates: int, noise: NoiseSource) -> NDArray[np.int64]:
         """The secret candidates of the runs, one per run."""
         return repeated_candidates(
             n_candidates, self.shape, self.runs_parameter, rng=noise[0]
         )
 
-    def select(self, n_candidates, run, noise):
+    def select(
+        self,
+        n_candidates: int,
+        run: Callable[[int], tuple[int, Any]],
+        noise: NoiseSource,
+    ) -> tuple[int, int, Any] | None:
         """Run the secret runs; return the best ``(noisy count, index, result)``.
 
         ``run(index)`` fits candidate ``index`` and returns ``(count,
@@ -399,12 +431,14 @@ class RepeatedSelection(Mechanism):
         best = None
         for index in self.draw_runs(n_candidates, noise):
             count, result = run(int(index))
-            score = self.noisy_count(count, noise)
+            score = cast(int, self.noisy_count(count, noise))  # an int count
             if best is None or score > best[0]:
                 best = (score, int(index), result)
         return best
 
-    def noisy_count(self, count, noise):
+    def noisy_count(
+        self, count: ArrayLike, noise: NoiseSource
+    ) -> int | NDArray[np.int64]:
         """Score counts (int or array), each released with ``N_Z(0, score_sigma^2)``."""
         count = np.asarray(count, dtype=np.int64)
         noisy = count + discrete_gaussian(
@@ -412,10 +446,10 @@ class RepeatedSelection(Mechanism):
         )
         return int(noisy) if noisy.ndim == 0 else noisy
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return self.epsilon, self.delta
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "candidate_epsilon_": self.candidate_epsilon,
             "total_epsilon_": self.total_epsilon,

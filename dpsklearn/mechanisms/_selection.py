@@ -16,9 +16,11 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ..accounting import BoundedRangeEvent, PureEvent
+from ..accounting import BoundedRangeEvent, PrivacyEvent, PureEvent
 from ..noise import (
+    NoiseSource,
     default_grid_step,
     exponential_mechanism,
     grid_laplace,
@@ -44,14 +46,14 @@ class ExponentialSelection(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, epsilon, utility_sensitivity):
+    def __init__(self, epsilon: float, utility_sensitivity: float) -> None:
         self.epsilon = float(epsilon)
         self.utility_sensitivity = float(utility_sensitivity)
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         return [BoundedRangeEvent(self.epsilon, label=label)]
 
-    def select(self, utilities, noise):
+    def select(self, utilities: ArrayLike, noise: NoiseSource) -> int:
         """The chosen index."""
         return int(
             exponential_mechanism(
@@ -62,18 +64,19 @@ class ExponentialSelection(Mechanism):
             )
         )
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return self.epsilon, 0.0
 
 
 class ChunkedQueriesEngine(Engine):
     """Answers one statistical query on one chunk; the chunk is the caller's."""
 
-    def __init__(self, mechanism, noise):
+    def __init__(self, mechanism: ChunkedQueries, noise: NoiseSource) -> None:
         self.mechanism = mechanism
         self.noise = noise
 
-    def answer(self, method, statistic):
+    def answer(self, method: str, statistic: tuple[float, int]) -> Release:
+        """``statistic``: the chunk's count or mean, and its number of rows."""
         epsilon = self.mechanism.epsilon
         value, n_rows = statistic
         if method == "query_count":
@@ -105,19 +108,19 @@ class ChunkedQueries(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, epsilon, n_queries):
+    def __init__(self, epsilon: float, n_queries: int) -> None:
         self.epsilon = float(epsilon)
         self.n_queries = int(n_queries)
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         # Disjoint chunks fixed before the first query: parallel composition,
         # so all n_queries answers together are epsilon-DP.
         return [PureEvent(self.epsilon, label=label)]
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> ChunkedQueriesEngine:
         return ChunkedQueriesEngine(self, noise)
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return (self.epsilon, 0.0) if units else (0.0, 0.0)
 
 
@@ -141,14 +144,14 @@ class HistogramRelease(Mechanism):
 
     n_streams = 1
 
-    def __init__(self, epsilon, sensitivity):
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
         self.epsilon = float(epsilon)
         self.sensitivity = float(sensitivity)
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         return [PureEvent(self.epsilon, label=label)]
 
-    def release(self, values, noise):
+    def release(self, values: ArrayLike, noise: NoiseSource) -> NDArray[np.float64]:
         values = np.asarray(values, dtype=np.float64)
         return grid_laplace(
             values,
@@ -159,5 +162,5 @@ class HistogramRelease(Mechanism):
             bounds=(0.0, 1.0),
         )
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         return self.epsilon, 0.0

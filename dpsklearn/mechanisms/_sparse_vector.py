@@ -26,8 +26,10 @@ early in a large batch does not draw noise for the rows it never reaches.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["SparseVectorEngine"]
 
@@ -80,7 +82,14 @@ class SparseVectorEngine:
     ([True, True, False, False], 4, True)
     """
 
-    def __init__(self, threshold, noise_scale, cutoff, query_noise, threshold_noise):
+    def __init__(
+        self,
+        threshold: float,
+        noise_scale: float,
+        cutoff: int,
+        query_noise: Callable[[int, int], ArrayLike],
+        threshold_noise: Callable[[int, int], ArrayLike],
+    ) -> None:
         self.threshold = float(threshold)
         self.noise_scale = float(noise_scale)
         self.cutoff = int(cutoff)
@@ -107,7 +116,7 @@ class SparseVectorEngine:
         if not self.halted:  # never draw the (T+1)-th threshold: lam pays for T
             self._noisy_threshold = self._draw_threshold()
 
-    def run(self, scores):
+    def run(self, scores: ArrayLike) -> tuple[NDArray[np.bool_], int]:
         """Test ``scores`` in order until they are used up or the engine halts.
 
         Parameters
@@ -158,7 +167,12 @@ class SparseVectorEngine:
             window *= 2
         return None
 
-    def run_two_stage(self, first_scores, second_scores, second_query_noise):
+    def run_two_stage(
+        self,
+        first_scores: ArrayLike,
+        second_scores: ArrayLike,
+        second_query_noise: Callable[[int, int], ArrayLike],
+    ) -> tuple[NDArray[np.int8], int]:
         """Two stability tests per query, the second on a failure.
 
         Bassily, Thakkar and Thakurta (2018), Algorithms 6 and 8, as

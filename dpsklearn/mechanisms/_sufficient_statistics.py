@@ -41,9 +41,12 @@ that the conversion certifies within ``(epsilon, delta)`` goes to each.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
 from .._param_validation import StrOptions
@@ -51,13 +54,14 @@ from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, OPEN_UNIT, validate_p
 from ..accounting import (
     ApproximateEvent,
     GaussianEvent,
+    PrivacyEvent,
     gdp_delta,
     largest_certified,
     rdp_epsilon_of_rho,
     zcdp_epsilon,
 )
-from ..noise import l2_grid_units, rounded_gaussian
-from ._base import Mechanism
+from ..noise import NoiseSource, l2_grid_units, rounded_gaussian
+from ._base import Engine, Mechanism
 from ._gaussian_calibration import largest_gaussian_rho
 
 __all__ = [
@@ -77,7 +81,7 @@ DEFAULT_SHARES = (0.5, 0.48, 0.02)
 REGULARISER_EDGE_FRACTION = 0.25
 
 
-def gram_sensitivity(feature_bound):
+def gram_sensitivity(feature_bound: float) -> float:
     """Replace-one L2 sensitivity of the upper triangle of ``Phi^T Phi``.
 
     ``sqrt(2) B_x^2``: ``||phi' phi'^T - phi phi^T||_F^2 = ||phi||^4 +
@@ -93,7 +97,7 @@ def gram_sensitivity(feature_bound):
     return math.sqrt(2.0) * float(feature_bound) ** 2
 
 
-def moment_sensitivity(feature_bound, label_bound):
+def moment_sensitivity(feature_bound: float, label_bound: float) -> float:
     """Replace-one L2 sensitivity of ``Phi^T y``: ``2 B_x B_y``.
 
     Examples
@@ -164,16 +168,16 @@ class SufficientStatisticsRelease(Mechanism):
 
     def __init__(
         self,
-        epsilon,
-        delta,
-        n_features,
-        feature_bound,
-        label_bound,
-        shares,
-        rho,
-        conversion,
-        failure_probability=0.05,
-    ):
+        epsilon: float,
+        delta: float,
+        n_features: int,
+        feature_bound: float,
+        label_bound: float,
+        shares: Sequence[float],
+        rho: float,
+        conversion: str,
+        failure_probability: float = 0.05,
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.n_features = int(n_features)
@@ -223,16 +227,16 @@ class SufficientStatisticsRelease(Mechanism):
     )
     def calibrate(
         cls,
-        epsilon,
-        delta,
+        epsilon: float,
+        delta: float,
         *,
-        n_features,
-        feature_bound,
-        label_bound,
-        shares=DEFAULT_SHARES,
-        calibration="auto",
-        failure_probability=0.05,
-    ):
+        n_features: int,
+        feature_bound: float,
+        label_bound: float,
+        shares: Sequence[float] = DEFAULT_SHARES,
+        calibration: str = "auto",
+        failure_probability: float = 0.05,
+    ) -> SufficientStatisticsRelease:
         """Noise of the three releases for a total ``(epsilon, delta)``.
 
         ``shares`` split the certified ``rho`` (they must be positive and sum
@@ -266,14 +270,14 @@ class SufficientStatisticsRelease(Mechanism):
         )
 
     @property
-    def noise_std(self):
+    def noise_std(self) -> tuple[float, ...]:
         """Noise standard deviation of each part in its own units (``g sigma_u``)."""
         return tuple(
             g * s for g, s in zip(self.grid_steps, self.sigma_units, strict=True)
         )
 
     @property
-    def composition(self):
+    def composition(self) -> str:  # type: ignore[override]  # a class attribute
         # Calibrated through Gaussian DP, the release is one certified
         # (epsilon, delta), which a model's own accountant records as such.
         return self.conversion if self.conversion in ("rdp", "zcdp") else "basic"
@@ -284,17 +288,19 @@ class SufficientStatisticsRelease(Mechanism):
             for sigma, units in zip(self.sigma_units, self.units, strict=True)
         ]
 
-    def privacy_events(self, label=None):
+    def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
         return [ApproximateEvent(self.epsilon, self.delta, label=label)]
 
-    def event_options(self, label=None, composition="basic"):
+    def event_options(
+        self, label: str | None = None, composition: str = "basic"
+    ) -> list[list[PrivacyEvent]]:
         """The three Gaussian events where they compose, else the whole."""
         whole = self.privacy_events(label)
         if composition in ("rdp", "zcdp"):
             return [self._gaussian_events(label), whole]
         return [whole]
 
-    def spent(self, units, engine):
+    def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         total = sum(e.rho for e in self._gaussian_events(None))
         if self.conversion == "gdp":
             return _gdp_epsilon(math.sqrt(2.0 * total), self.delta), self.delta
@@ -303,7 +309,13 @@ class SufficientStatisticsRelease(Mechanism):
         return rdp_epsilon_of_rho(total, self.delta), self.delta
 
     # -- the release and its post-processing ---------------------------------
-    def release(self, gram, moment, lambda_min, noise):
+    def release(
+        self,
+        gram: ArrayLike,
+        moment: ArrayLike,
+        lambda_min: float,
+        noise: NoiseSource,
+    ) -> NoisyStatistics:
         """The noisy statistics; ``noise`` is the fit's NoiseSource.
 
         Each part is rounded to its grid and gets rounded Gaussian noise in
@@ -328,7 +340,7 @@ class SufficientStatisticsRelease(Mechanism):
         noisy_gram[cols, rows] = parts[0]
         return NoisyStatistics(noisy_gram, parts[1], float(parts[2][0]))
 
-    def regulariser(self, noisy_lambda_min):
+    def regulariser(self, noisy_lambda_min: float) -> float:
         """The ridge ``lam`` from the released smallest eigenvalue (post-processing).
 
         ``lam_min~ = max(lam_min + noise - sigma_3 sqrt(2 ln(1/rho_f)), 0)``
@@ -355,7 +367,7 @@ class SufficientStatisticsRelease(Mechanism):
         edge = 2.0 * sigma_gram * math.sqrt(p)
         return max(0.0, REGULARISER_EDGE_FRACTION * edge - lower)
 
-    def solve(self, statistics):
+    def solve(self, statistics: NoisyStatistics) -> tuple[NDArray[np.float64], float]:
         """``theta = (G~ + lam I)^-1 b~`` (post-processing).
 
         The noisy Gram matrix is first projected onto the positive
@@ -368,7 +380,7 @@ class SufficientStatisticsRelease(Mechanism):
         theta = vectors @ ((vectors.T @ statistics.moment) / values)
         return theta, lam
 
-    def fitted_attributes(self):
+    def fitted_attributes(self) -> dict[str, Any]:
         return {
             "calibration_": self.conversion,
             "noise_std_": self.noise_std,

@@ -17,6 +17,7 @@ instability under replace-one"; tested exhaustively).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "distance_from_gap",
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-def vote_counts(teacher_predictions, n_classes: int):
+def vote_counts(teacher_predictions: ArrayLike, n_classes: int) -> NDArray[np.int64]:
     """Count the teachers' votes per query, without a Python loop over queries.
 
     Parameters
@@ -66,7 +67,7 @@ def vote_counts(teacher_predictions, n_classes: int):
     )
 
 
-def majority_and_gap(counts):
+def majority_and_gap(counts: ArrayLike) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
     """The majority class index (ties to the lowest index) and the top-two gap.
 
     ``second`` is 0 when one class holds every vote (or there is one class).
@@ -86,7 +87,7 @@ def majority_and_gap(counts):
     return majority, top - second
 
 
-def distance_from_gap(gap):
+def distance_from_gap(gap: ArrayLike) -> NDArray[np.int64]:
     """``max(0, ceil(gap/2) - 1)``: the distance to instability of a top-two gap.
 
     Examples
@@ -99,7 +100,7 @@ def distance_from_gap(gap):
     return np.maximum(0, (gap + 1) // 2 - 1)
 
 
-def distance_to_instability(counts):
+def distance_to_instability(counts: ArrayLike) -> NDArray[np.int64]:
     """The distance to instability ``max(0, ceil(gap/2) - 1)`` per query.
 
     Examples

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import is_classifier
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.pipeline import Pipeline
@@ -51,7 +54,9 @@ def _reports_abstentions(estimator):
     return "return_abstained" in parameters
 
 
-def predict_with_abstentions(estimator, X):
+def predict_with_abstentions(
+    estimator: Any, X: ArrayLike
+) -> tuple[np.ndarray, NDArray[np.bool_]]:
     """``predict(X)`` and the mask of the rows the model abstained on.
 
     Works for a dpsklearn model and for a :class:`~sklearn.pipeline.Pipeline`
@@ -84,7 +89,7 @@ def predict_with_abstentions(estimator, X):
     return y_pred, np.zeros(y_pred.shape[0], dtype=bool)
 
 
-def warn_if_abstained(estimator, abstained):
+def warn_if_abstained(estimator: Any, abstained: NDArray[np.bool_]) -> None:
     """Warn with :class:`~dpsklearn.AbstentionWarning` when rows were abstained on."""
     n_abstained = int(np.count_nonzero(abstained))
     if not n_abstained:
@@ -118,7 +123,7 @@ class AbstentionScorer:
         for a classifier, R^2 otherwise.
     """
 
-    def __init__(self, metric=None):
+    def __init__(self, metric: str | Callable[..., float] | None = None) -> None:
         self.metric = metric
 
     def _metric(self, estimator):
@@ -128,7 +133,13 @@ class AbstentionScorer:
             return _METRICS[self.metric]
         return self.metric
 
-    def __call__(self, estimator, X, y, sample_weight=None):
+    def __call__(
+        self,
+        estimator: Any,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+    ) -> dict[str, float]:
         """``{"score", "answered", "score_answered"}`` from one ``predict``."""
         metric = self._metric(estimator)
         y_pred, abstained = predict_with_abstentions(estimator, X)
@@ -153,7 +164,9 @@ class AbstentionScorer:
         return f"make_abstention_scorer(metric={self.metric!r})"
 
 
-def make_abstention_scorer(metric=None):
+def make_abstention_scorer(
+    metric: str | Callable[..., float] | None = None,
+) -> AbstentionScorer:
     """A scorer for ``GridSearchCV`` that shows the answered fraction beside the score.
 
     Parameters

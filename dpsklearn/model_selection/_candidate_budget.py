@@ -19,9 +19,12 @@ offers the events with a Renyi curve first (``Mechanism.event_options``).
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Iterable
 
-from ..accounting import ApproximateEvent, PureEvent
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..accounting import ApproximateEvent, PrivacyEvent, PureEvent
 from ..exceptions import BudgetExhaustedError
 from ..mechanisms import curve_of_events
 
@@ -57,11 +60,13 @@ class CandidateBudget:
     composition = "rdp"
     shared = False
 
-    def __init__(self, epsilon, delta, allowed=None):
+    def __init__(
+        self, epsilon: float, delta: float, allowed: ArrayLike | None = None
+    ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.allowed = None if allowed is None else np.asarray(allowed, dtype=float)
-        self._events = []
+        self._events: list[PrivacyEvent] = []
 
     def __sklearn_clone__(self):
         # A candidate clones its inner estimators (a knowledge-transfer
@@ -72,7 +77,7 @@ class CandidateBudget:
         return self
 
     # -- the accountant interface the estimators use ------------------------
-    def can_spend_events(self, events):
+    def can_spend_events(self, events: Iterable[PrivacyEvent]) -> bool:
         events = [e for e in events if e.count]
         if not has_curve(events):
             return False  # no Renyi curve: try the mechanism's next description
@@ -81,7 +86,7 @@ class CandidateBudget:
         curve = curve_of_events(self._events + events)
         return bool(np.all(curve <= self.allowed * (1 + 1e-9) + 1e-12))
 
-    def spend_events(self, events):
+    def spend_events(self, events: Iterable[PrivacyEvent]) -> None:
         events = [e for e in events if e.count]
         if not self.can_spend_events(events):
             raise BudgetExhaustedError(
@@ -91,14 +96,22 @@ class CandidateBudget:
             )
         self._events.extend(events)
 
-    def can_spend(self, epsilon, delta=0.0, *, count=1):
+    def can_spend(self, epsilon: float, delta: float = 0.0, *, count: int = 1) -> bool:
         if delta:
             return self.can_spend_events(
                 [ApproximateEvent(epsilon, delta, count=count)]
             )
         return self.can_spend_events([PureEvent(epsilon, count=count)])
 
-    def spend(self, epsilon, delta=0.0, *, label=None, count=1):
+    def spend(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        label: str | None = None,
+        count: int = 1,
+    ) -> None:
+        event: PrivacyEvent
         if delta:
             event = ApproximateEvent(epsilon, delta, count=count, label=label)
         else:
@@ -106,17 +119,17 @@ class CandidateBudget:
         self.spend_events([event])
 
     @property
-    def events(self):
+    def events(self) -> list[PrivacyEvent]:
         """The recorded events (a copy)."""
         return list(self._events)
 
     @property
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """The candidate's configured ``(epsilon, delta)`` once it has spent."""
         return (self.epsilon, self.delta) if self._events else (0.0, 0.0)
 
     @property
-    def remaining(self):
+    def remaining(self) -> tuple[float, float]:
         spent = self.spent
         return (max(0.0, self.epsilon - spent[0]), max(0.0, self.delta - spent[1]))
 

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils import check_random_state, get_tags
@@ -53,7 +56,7 @@ from ._candidate_budget import CandidateBudget, ProbedEvents
 __all__ = ["PrivateGridSearch", "is_publishable"]
 
 
-def is_publishable(estimator):
+def is_publishable(estimator: Any) -> bool:
     """Whether a fitted ``estimator`` may be published after a private fit.
 
     True for :class:`~dpsklearn.KnowledgeTransferClassifier` (its student is
@@ -232,19 +235,19 @@ default="repeat_and_select"
 
     def __init__(
         self,
-        estimator,
-        param_grid,
+        estimator: Any,
+        param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]],
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        mechanism="repeat_and_select",
-        validation_fraction=0.2,
-        epsilon_param="auto",
-        delta_param="auto",
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        mechanism: str | MechanismOptions = "repeat_and_select",
+        validation_fraction: float = 0.2,
+        epsilon_param: str = "auto",
+        delta_param: str | None = "auto",
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+    ) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -373,7 +376,7 @@ default="repeat_and_select"
 
     # -- fit -----------------------------------------------------------------
     @keeps_live_model
-    def fit(self, X, y, **fit_params):
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> PrivateGridSearch:
         """Search privately; fit and keep the chosen configuration.
 
         Parameters
@@ -536,7 +539,9 @@ default="repeat_and_select"
         """Query rows by the input rule of ``fit`` (a DataFrame stays one)."""
         return self._validate_input(X, reset=False)
 
-    def score(self, X, y, sample_weight=None):
+    def score(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         """The released model's ``score`` on ``(X, y)``.
 
         Computed in the clear: on private rows it is a release outside the

@@ -16,6 +16,7 @@ import math
 from numbers import Integral
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
@@ -36,7 +37,9 @@ __all__ = [
     },
     prefer_skip_nested_validation=True,
 )
-def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
+def analytic_gaussian_delta(
+    sigma: float, epsilon: float, sensitivity: float = 1.0
+) -> float:
     """The exact ``delta`` of the Gaussian mechanism at ``epsilon``.
 
     Balle and Wang (2018), Theorem 8: adding ``N(0, sigma^2 I)`` to a vector
@@ -91,7 +94,9 @@ def _analytic_delta_unit(sigma, epsilon):
     },
     prefer_skip_nested_validation=True,
 )
-def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
+def analytic_gaussian_sigma(
+    epsilon: float, delta: float, sensitivity: float = 1.0
+) -> float:
     """Smallest ``sigma`` making the Gaussian mechanism ``(epsilon, delta)``-DP.
 
     The analytic Gaussian mechanism (Balle and Wang 2018, Algorithm 1 and
@@ -159,7 +164,12 @@ def _analytic_sigma_unit(epsilon, delta):
     },
     prefer_skip_nested_validation=True,
 )
-def rounded_gaussian(sigma, size=None, *, rng: np.random.Generator):
+def rounded_gaussian(
+    sigma: float,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.int64] | np.int64:
     """Integer noise ``round(N(0, sigma^2))`` (the grid Gaussian in grid units).
 
     For an integer-valued vector ``a``, ``a + round(N)`` equals
@@ -200,7 +210,13 @@ def rounded_gaussian(sigma, size=None, *, rng: np.random.Generator):
     },
     prefer_skip_nested_validation=True,
 )
-def high_dimensional_laplace(scale, dimension, size=None, *, rng):
+def high_dimensional_laplace(
+    scale: float,
+    dimension: int,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
     """Draw ``Z`` in ``R^d`` with density proportional to ``exp(-||z||_2 / scale)``.
 
     The direction is uniform on the sphere (a normalised standard normal

@@ -20,6 +20,7 @@ import math
 from numbers import Integral
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import FINITE_POSITIVE, validate_params
 
@@ -40,7 +41,12 @@ __all__ = [
     },
     prefer_skip_nested_validation=True,
 )
-def discrete_laplace(scale: float, size=None, *, rng: np.random.Generator):
+def discrete_laplace(
+    scale: float,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.int64] | np.int64:
     """Draw discrete Laplace noise ``P(z) = (1-a)/(1+a) a^|z|``, ``a = exp(-1/scale)``.
 
     Sampled as the difference of two independent geometric variables with
@@ -87,7 +93,14 @@ def discrete_laplace(scale: float, size=None, *, rng: np.random.Generator):
     },
     prefer_skip_nested_validation=True,
 )
-def truncated_geometric(counts, epsilon: float, lower, upper, *, rng):
+def truncated_geometric(
+    counts: ArrayLike,
+    epsilon: float,
+    lower: int,
+    upper: int,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.int64] | np.int64:
     """Geometric mechanism for integer counts, truncated to ``[lower, upper]``.
 
     The geometric mechanism (S. O. Chan's CSCI4230 notes 21, after
@@ -117,7 +130,12 @@ def truncated_geometric(counts, epsilon: float, lower, upper, *, rng):
     },
     prefer_skip_nested_validation=True,
 )
-def discrete_gaussian(sigma, size=None, *, rng: np.random.Generator):
+def discrete_gaussian(
+    sigma: float,
+    size: int | tuple[int, ...] | None = None,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.int64] | np.int64:
     """Draw discrete Gaussian noise ``P(z) ~ exp(-z^2 / (2 sigma^2))`` on the integers.
 
     Canonne, Kamath and Steinke (2020), Algorithm 3, vectorised: with
@@ -227,8 +245,13 @@ class DiscreteNoiseStream:
     """
 
     def __init__(
-        self, scale, rng, reseed_on_copy=True, chunk_size=4096, distribution="laplace"
-    ):
+        self,
+        scale: float,
+        rng: np.random.Generator,
+        reseed_on_copy: bool = True,
+        chunk_size: int = 4096,
+        distribution: str = "laplace",
+    ) -> None:
         self.scale = float(scale)
         if not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
@@ -244,7 +267,7 @@ class DiscreteNoiseStream:
         self._buffer = np.zeros(0, dtype=np.int64)
         self._buffer_start = 0  # index of self._buffer[0]
 
-    def __call__(self, start: int, stop: int):
+    def __call__(self, start: int, stop: int) -> NDArray[np.int64]:
         if self._buffer_start is None:  # a fresh copy: anchor at the first request
             self._buffer_start = start
         if start < self._buffer_start:
@@ -301,5 +324,11 @@ class DiscreteLaplaceStream(DiscreteNoiseStream):
     True
     """
 
-    def __init__(self, scale, rng, reseed_on_copy=True, chunk_size=4096):
+    def __init__(
+        self,
+        scale: float,
+        rng: np.random.Generator,
+        reseed_on_copy: bool = True,
+        chunk_size: int = 4096,
+    ) -> None:
         super().__init__(scale, rng, reseed_on_copy, chunk_size, "laplace")

@@ -12,6 +12,7 @@ its copies fresh OS entropy
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from numbers import Integral
 
 import numpy as np
@@ -22,7 +23,9 @@ from ..exceptions import PrivacyLeakWarning
 __all__ = ["NoiseSource", "make_noise_generators"]
 
 
-def make_noise_generators(noise_random_state=None, n_streams: int = 1):
+def make_noise_generators(
+    noise_random_state: int | None = None, n_streams: int = 1
+) -> tuple[list[np.random.Generator], bool]:
     """Independent noise generators for one fit.
 
     With ``noise_random_state=None`` the generators are seeded from OS
@@ -90,14 +93,16 @@ class NoiseSource:
     True
     """
 
-    def __init__(self, generators, reseed_on_copy=True):
+    def __init__(
+        self, generators: Iterable[np.random.Generator], reseed_on_copy: bool = True
+    ) -> None:
         self.generators = list(generators)
         self.reseed_on_copy = bool(reseed_on_copy)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> np.random.Generator:
         return self.generators[index]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.generators)
 
     def __getstate__(self):
@@ -111,5 +116,5 @@ class NoiseSource:
         if isinstance(self.generators, int):
             self.generators = [np.random.default_rng() for _ in range(self.generators)]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"NoiseSource({len(self.generators)} generators)"

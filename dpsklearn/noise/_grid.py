@@ -19,6 +19,7 @@ import math
 from numbers import Real
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
 from ._continuous import (
@@ -80,7 +81,7 @@ def grid_units(sensitivity: float, grid_step: float, n_coordinates: int = 1) -> 
     prefer_skip_nested_validation=True,
 )
 def grid_laplace(
-    values,
+    values: ArrayLike,
     sensitivity: float,
     epsilon: float,
     *,
@@ -88,7 +89,7 @@ def grid_laplace(
     grid_step: float | None = None,
     n_coordinates: int = 1,
     bounds: tuple[float, float] | None = None,
-):
+) -> NDArray[np.float64]:
     """Release real values on a grid with discrete Laplace noise in grid units.
 
     The release is ``g * (round(v/g) + DLap(units/epsilon))``.
@@ -160,13 +161,13 @@ def _on_grid_with_noise(values, noise_units, grid_step, bounds):
     prefer_skip_nested_validation=True,
 )
 def grid_discrete_gaussian(
-    values,
+    values: ArrayLike,
     sigma_units: float,
     *,
     rng: np.random.Generator,
     grid_step: float,
     bounds: tuple[float, float] | None = None,
-):
+) -> NDArray[np.float64]:
     """Release real values on a grid with discrete Gaussian noise in grid units.
 
     The release is ``g * (round(v/g) + N_Z(0, sigma_units^2))``, each entry
@@ -258,7 +259,15 @@ def _vector_on_grid(values, sensitivity, grid_step):
     },
     prefer_skip_nested_validation=True,
 )
-def grid_gaussian(values, sensitivity, epsilon, delta, *, rng, grid_step=None):
+def grid_gaussian(
+    values: ArrayLike,
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    *,
+    rng: np.random.Generator,
+    grid_step: float | None = None,
+) -> tuple[NDArray[np.float64], float]:
     """Release a vector of L2 sensitivity ``Delta`` on a grid, ``(epsilon, delta)``-DP.
 
     The release is ``g * (round(v/g) + round(N(0, sigma_u^2 I)))`` with
@@ -313,7 +322,14 @@ def grid_gaussian(values, sensitivity, epsilon, delta, *, rng, grid_step=None):
     },
     prefer_skip_nested_validation=True,
 )
-def grid_high_dimensional_laplace(values, sensitivity, epsilon, *, rng, grid_step=None):
+def grid_high_dimensional_laplace(
+    values: ArrayLike,
+    sensitivity: float,
+    epsilon: float,
+    *,
+    rng: np.random.Generator,
+    grid_step: float | None = None,
+) -> tuple[NDArray[np.float64], float]:
     """Release a vector of L2 sensitivity ``Delta`` on a grid, ``epsilon``-DP.
 
     The release is ``g * (round(v/g) + round(Z))`` with ``Z`` the

@@ -13,6 +13,7 @@ repetition and the candidate of each run (Papernot and Steinke 2022).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import FINITE_POSITIVE, validate_params
 
@@ -29,8 +30,12 @@ __all__ = ["exponential_mechanism", "project_to_simplex", "repeated_candidates"]
     prefer_skip_nested_validation=True,
 )
 def exponential_mechanism(
-    utilities, epsilon: float, sensitivity: float = 1.0, *, rng: np.random.Generator
-):
+    utilities: ArrayLike,
+    epsilon: float,
+    sensitivity: float = 1.0,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.intp] | np.intp:
     """Sample ``r`` with ``P(r) ~ exp(epsilon u(r) / (2 sensitivity))``, per row.
 
     Uses the Gumbel-max trick on log-weights: ``argmax_r(epsilon u_r /
@@ -71,7 +76,7 @@ def exponential_mechanism(
     },
     prefer_skip_nested_validation=True,
 )
-def project_to_simplex(values):
+def project_to_simplex(values: ArrayLike) -> NDArray[np.float64]:
     """Euclidean projection of each row onto the probability simplex.
 
     Post-processing for noisy probability vectors (``predict_proba``;
@@ -111,7 +116,9 @@ def project_to_simplex(values):
     return projected.reshape(values.shape)
 
 
-def repeated_candidates(n_candidates, shape, parameter, *, rng):
+def repeated_candidates(
+    n_candidates: int, shape: float, parameter: float, *, rng: np.random.Generator
+) -> NDArray[np.int64]:
     """The candidates of the runs of a random repetition, one per run.
 
     The number of runs ``K`` follows Papernot and Steinke's (2022)

@@ -12,6 +12,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import log_softmax, ndtr
 from scipy.stats import binom
 
@@ -93,8 +94,14 @@ def argmax_win_probability(counts, target, sigma):
     prefer_skip_nested_validation=True,
 )
 def confident_gnmax_outcome(
-    counts, threshold, sigma_threshold, sigma_argmax, *, max_answers=None, labels=None
-):
+    counts: ArrayLike,
+    threshold: float,
+    sigma_threshold: float,
+    sigma_argmax: float,
+    *,
+    max_answers: int | None = None,
+    labels: ArrayLike | None = None,
+) -> dict[str, float]:
     """Expected answered fraction and accuracy of Confident-GNMax on vote histograms.
 
     For a sequence of ``m`` queries with known vote counts (for instance from

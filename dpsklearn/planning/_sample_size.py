@@ -36,7 +36,7 @@ __all__ = [
     },
     prefer_skip_nested_validation=True,
 )
-def private_prediction_r(target_error, epsilon):
+def private_prediction_r(target_error: float, epsilon: float) -> int:
     """Dwork and Feldman's Theorem 1: ``r = ceil(6 ln(4/alpha) / epsilon)`` teachers.
 
     Theorem 1 (Dwork and Feldman 2018, "Privacy-preserving prediction"):
@@ -77,7 +77,9 @@ def private_prediction_r(target_error, epsilon):
     },
     prefer_skip_nested_validation=True,
 )
-def erm_sample_size(n_hypotheses, epsilon, alpha, beta=0.05):
+def erm_sample_size(
+    n_hypotheses: int, epsilon: float, alpha: float, beta: float = 0.05
+) -> int:
     """Rows to learn a finite class privately (realizable; Nikolov's CSC2412 notes).
 
     A class ``C`` is learned to error ``alpha`` with probability ``1 - beta``
@@ -128,8 +130,12 @@ def erm_sample_size(n_hypotheses, epsilon, alpha, beta=0.05):
     prefer_skip_nested_validation=True,
 )
 def statistical_query_sample_size(
-    n_queries, tolerance, epsilon, beta=0.05, noise="ours"
-):
+    n_queries: int,
+    tolerance: float,
+    epsilon: float,
+    beta: float = 0.05,
+    noise: str = "ours",
+) -> int:
     """Rows needed for M statistical queries (Chan's notes, Theorem 1, with constants).
 
     Theorem 1 answers ``M`` statistical queries of tolerance ``tau`` on ``M``
@@ -221,7 +227,9 @@ class KernelRidgeSchedule:
     },
     prefer_skip_nested_validation=True,
 )
-def kernel_ridge_schedule(n, r=0.5, *, alpha_scale=1.0, epsilon_scale=1.0):
+def kernel_ridge_schedule(
+    n: int, r: float = 0.5, *, alpha_scale: float = 1.0, epsilon_scale: float = 1.0
+) -> KernelRidgeSchedule:
     """Regularisation and privacy schedule for :class:`~dpsklearn.PrivateKernelRidge`.
 
     Nie and Wang's (2017) Theorem 3 balances the terms of its error

@@ -11,9 +11,12 @@ is that oracle, answering through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -192,13 +195,13 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_queries=10,
+        n_queries: int = 10,
         *,
-        epsilon=1.0,
-        accountant=None,
-        random_state=None,
-        noise_random_state=None,
-    ):
+        epsilon: float = 1.0,
+        accountant: Any = None,
+        random_state: int | np.random.RandomState | None = None,
+        noise_random_state: int | None = None,
+    ) -> None:
         self.n_queries = n_queries
         self.epsilon = epsilon
         self.accountant = accountant
@@ -215,7 +218,9 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         return "a query function (it must not raise on a private row)"
 
     @keeps_live_model
-    def fit(self, X, y=None):
+    def fit(
+        self, X: ArrayLike, y: ArrayLike | None = None
+    ) -> PrivateStatisticalQueries:
         """Fix the partition into ``n_queries`` chunks and reserve the budget.
 
         Parameters
@@ -296,7 +301,7 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         )
         return answers[0]
 
-    def query_mean(self, phi):
+    def query_mean(self, phi: Callable[[Any, Any], ArrayLike]) -> float:
         """Answer ``E[phi(x, y)]`` on the next chunk, privately.
 
         Parameters
@@ -320,7 +325,7 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         _check_query_function(phi, "phi")
         return float(self._answer("query_mean", phi, np.mean))
 
-    def query_count(self, predicate):
+    def query_count(self, predicate: Callable[[Any, Any], ArrayLike]) -> int:
         """Answer ``#{rows of the next chunk with predicate(x, y) = 1}``, privately.
 
         Parameters
@@ -351,7 +356,7 @@ class PrivateStatisticalQueries(PrivateEstimatorMixin, BaseEstimator):
         )
 
     @property
-    def n_queries_remaining(self):
+    def n_queries_remaining(self) -> int:
         """How many queries the fitted oracle can still answer."""
         check_is_fitted(self)
         state = self._serving_state_

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import numbers
 import pickle
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from scipy import sparse
 
 from .._validation import is_frame
@@ -135,16 +138,21 @@ class RowKeys:
     n_rows : int
     """
 
-    def __init__(self, n_rows, columns=None, sparse_rows=None):
+    def __init__(
+        self,
+        n_rows: int,
+        columns: list[tuple[str, np.ndarray]] | None = None,
+        sparse_rows: sparse.csr_matrix | None = None,
+    ) -> None:
         self.n_rows = int(n_rows)
         # [(tag, uint64 words)] or [("object", object array)]
         self._columns = columns
         self._sparse = sparse_rows  # canonical CSR, or None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.n_rows
 
-    def encode(self, vocabulary):
+    def encode(self, vocabulary: dict) -> list[tuple[tuple, np.ndarray, np.ndarray]]:
         """Groups of exact keys: a list of ``(layout, rows, keys)``.
 
         Parameters
@@ -161,7 +169,8 @@ class RowKeys:
         if self._sparse is not None:
             return self._sparse_groups()
         tags, words = [], []
-        for tag, column in self._columns:
+        columns = cast("list[tuple[str, np.ndarray]]", self._columns)  # dense rows
+        for tag, column in columns:
             if tag == "object":
                 words.append(_object_words(column, vocabulary))
                 tags.append("o")
@@ -194,7 +203,7 @@ class RowKeys:
         return groups
 
 
-def row_keys(X):
+def row_keys(X: ArrayLike) -> RowKeys:
     """Exact keys of the rows of a validated ``X``, for the release cache.
 
     Two rows get the same key exactly when they hold the same values (numbers
@@ -238,12 +247,12 @@ def row_keys(X):
         frame = X.to_frame() if X.ndim == 1 else X
         columns = [frame.iloc[:, j] for j in range(frame.shape[1])]
         dtypes = [column.dtype for column in columns]
-        values = [
+        arrays = [
             column.to_numpy() if isinstance(dtype, np.dtype) else None
             for column, dtype in zip(columns, dtypes, strict=True)
         ]
         parts = []
-        for column, array in zip(columns, values, strict=True):
+        for column, array in zip(columns, arrays, strict=True):
             if array is not None and array.dtype.kind in "biufmM":
                 parts.append(_numeric_words(array))
             else:  # strings, categories, extension dtypes: as objects
@@ -299,20 +308,20 @@ class ReleaseCache:
     ([0, 1, 0], 0)
     """
 
-    def __init__(self, fields):
+    def __init__(self, fields: Mapping[str, tuple[DTypeLike, tuple[int, ...]]]) -> None:
         self.fields = {
             name: (np.dtype(dtype), tuple(shape))
             for name, (dtype, shape) in fields.items()
         }
         # Per key layout: (sorted keys, their slots in the value arrays).
-        self._tables = {}
-        self._vocabulary = {}
+        self._tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._vocabulary: dict[Any, int] = {}
         self._values = {
             name: np.empty((0, *shape), dtype=dtype)
             for name, (dtype, shape) in self.fields.items()
         }
 
-    def __len__(self):
+    def __len__(self) -> int:
         return sum(int(keys.shape[0]) for keys, _ in self._tables.values())
 
     def _lookup(self, layout, keys):
@@ -332,7 +341,12 @@ class ReleaseCache:
         order = np.argsort(keys, kind="stable")
         self._tables[layout] = (keys[order], slots[order])
 
-    def serve(self, keys, n_affordable, compute):
+    def serve(
+        self,
+        keys: RowKeys,
+        n_affordable: int,
+        compute: Callable[[np.ndarray], tuple[Mapping[str, ArrayLike], int]],
+    ) -> tuple[dict[str, np.ndarray], int, int]:
         """Answer a batch: cached rows from the cache, new distinct rows by ``compute``.
 
         Parameters
@@ -385,6 +399,7 @@ class ReleaseCache:
         new_rows = np.flatnonzero(new_id >= 0)
 
         n_request = int(min(max(int(n_affordable), 0), n_distinct))
+        fresh: Mapping[str, ArrayLike]
         fresh, n_done = ({}, 0)
         if n_request:
             fresh, n_done = compute(distinct_rows[:n_request])

@@ -26,12 +26,19 @@ drawn in ``docs/architecture.rst``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .._progress import Progress
 from .._warn import warn_user
 from ..exceptions import AbstentionWarning, BudgetExhaustedError
+
+if TYPE_CHECKING:
+    from ._cache import RowKeys
+    from ._state import ServingState
 
 __all__ = ["serve"]
 
@@ -95,7 +102,16 @@ def _empty(fields):
     }
 
 
-def serve(state, method, n_rows, statistic, finish, *, fields, keys=None):
+def serve(
+    state: ServingState,
+    method: str,
+    n_rows: int,
+    statistic: Callable[[np.ndarray], Any],
+    finish: Callable[[dict[str, np.ndarray]], np.ndarray],
+    *,
+    fields: Mapping[str, tuple[DTypeLike, tuple[int, ...]]],
+    keys: RowKeys | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Answer ``n_rows`` query rows with the model's mechanism.
 
     Parameters
@@ -176,7 +192,10 @@ def serve(state, method, n_rows, statistic, finish, *, fields, keys=None):
     with state.serving():
         affordable = state.affordable(n_rows, cost)
         if cache is not None:
-            values, n_answered, n_new = cache.serve(keys, affordable, compute)
+            # A method with a release cache is always given its rows' keys.
+            values, n_answered, n_new = cache.serve(
+                cast("RowKeys", keys), affordable, compute
+            )
         elif affordable:
             values, n_new = compute(np.arange(affordable))
             values = {name: np.asarray(v)[:n_new] for name, v in values.items()}

@@ -33,11 +33,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._warn import warn_user
 from ..accounting import BudgetStore
 from ..exceptions import BudgetCopyWarning
 from ._status import BudgetStatus
+
+if TYPE_CHECKING:
+    from ._cache import ReleaseCache
 
 __all__ = ["ServingState"]
 
@@ -85,25 +90,32 @@ class ServingState:
         under.
     """
 
-    record_binding = None
-    _ledger_version = None
+    record_binding: tuple[BudgetStore, str] | None = None
+    _ledger_version: int | None = None
     _copy_warned = False
+    # The counters (_COUNTERS), set in __init__.
+    n_served: int
+    n_rows: int
+    n_answered: int
+    n_abstained: int
+    #: The model's budget, any object with the accountant's spend methods.
+    accountant: Any
 
     def __init__(
         self,
-        mechanism,
-        engine,
+        mechanism: Any,
+        engine: Any,
         *,
-        budget,
-        max_queries=None,
-        costs=None,
-        caches=None,
-        on_exhausted="raise",
-        fill=None,
-        cap_name="max_queries",
-        verbose=0,
-        label=None,
-    ):
+        budget: tuple[float, float],
+        max_queries: int | None = None,
+        costs: Mapping[str, int] | None = None,
+        caches: Mapping[str, ReleaseCache] | None = None,
+        on_exhausted: str = "raise",
+        fill: Any = None,
+        cap_name: str = "max_queries",
+        verbose: int = 0,
+        label: str | None = None,
+    ) -> None:
         self.mechanism = mechanism
         self.engine = engine
         self.budget = (float(budget[0]), float(budget[1]))
@@ -121,19 +133,19 @@ class ServingState:
         self.lock = threading.RLock()
 
     # -- the budget in query units ---------------------------------------------
-    def affordable(self, n_requested, cost=1):
+    def affordable(self, n_requested: int, cost: int = 1) -> int:
         """How many of ``n_requested`` rows of ``cost`` units the cap still allows."""
         if self.max_queries is None:
             return n_requested
         return max(0, min(n_requested, (self.max_queries - self.n_served) // cost))
 
-    def record(self, n_rows, n_abstained):
+    def record(self, n_rows: int, n_abstained: int) -> None:
         """Count rows the engine just released."""
         self.n_rows += int(n_rows)
         self.n_abstained += int(n_abstained)
         self.n_answered += int(n_rows) - int(n_abstained)
 
-    def exhausted_reason(self, method):
+    def exhausted_reason(self, method: str) -> str:
         """Why a batch could not be answered in full (public words).
 
         The cap is named when it is reached (even if the engine halted at
@@ -146,7 +158,7 @@ class ServingState:
         per_row = "" if cost == 1 else f" ({cost} units per {method} row)"
         return f"{self.cap_name}={self.max_queries} query units are spent{per_row}"
 
-    def status(self):
+    def status(self) -> BudgetStatus:
         """The public counters as a :class:`BudgetStatus`."""
         with self.serving():
             engine = self.engine
@@ -177,14 +189,14 @@ class ServingState:
 
     # -- durable state ---------------------------------------------------------
     @property
-    def ledger_binding(self):
+    def ledger_binding(self) -> tuple[BudgetStore, str] | None:
         """``(ledger, model_id)`` when the record is durable (a ledger), else None."""
         binding = self.record_binding
         if binding is None or not binding[0].durable:
             return None
         return binding
 
-    def bind_store(self, accountant, label=None):
+    def bind_store(self, accountant: Any, label: str | None = None) -> str | None:
         """Remember the accountant; store this state under a new model record.
 
         Called at the end of ``fit``. An accountant that implements
@@ -210,7 +222,7 @@ class ServingState:
     bind_ledger = bind_store  # the name fit has always called
 
     @contextlib.contextmanager
-    def serving(self):
+    def serving(self) -> Iterator[ServingState]:
         """Hold the state for one batch of answers: ``with state.serving(): ...``.
 
         Without a record this is ``with state.lock``. Bound to a record it also

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 __all__ = ["BudgetStatus"]
 
@@ -57,17 +58,17 @@ class BudgetStatus:
     n_failed_tests: int
     query_units_spent: int
     max_queries: int | None
-    spent: tuple
-    remaining: tuple
+    spent: tuple[float, float]
+    remaining: tuple[float, float]
     halted: bool
 
     @property
-    def query_units_remaining(self):
+    def query_units_remaining(self) -> int | None:
         """Query units ``max_queries`` still allows (None: no cap)."""
         if self.max_queries is None:
             return None
         return max(0, self.max_queries - self.query_units_spent)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         """The figures as a plain dict (for JSON and tables)."""
         return asdict(self)

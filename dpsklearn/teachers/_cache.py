@@ -44,9 +44,11 @@ import os
 import pickle
 import threading
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 import sklearn
+from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from .._config import get_config
@@ -114,7 +116,7 @@ def digest(value) -> str:
     streams and buffers: equal content.
     """
     hasher = hashlib.sha256()
-    buffers = []
+    buffers: list[pickle.PickleBuffer] = []
     stream = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     hasher.update(len(stream).to_bytes(8, "little"))
     hasher.update(stream)
@@ -136,7 +138,14 @@ def _cache_setting():
     return get_config()["teacher_cache"]
 
 
-def ensemble_key(estimator, X, y, n_estimators, random_state, n_classes):
+def ensemble_key(
+    estimator: Any,
+    X: ArrayLike,
+    y: ArrayLike,
+    n_estimators: int,
+    random_state: int | np.random.RandomState | None,
+    n_classes: int | None,
+) -> str | None:
     """The exact key of a teacher ensemble, or ``None`` when it is not reused.
 
     ``None`` when the cache is off, ``random_state`` is not an integer

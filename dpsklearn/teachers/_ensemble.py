@@ -10,7 +10,10 @@ and integer ``random_state``: only privacy parameters differ) reuses them
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
@@ -23,12 +26,12 @@ __all__ = ["count_votes", "fit_teacher_ensemble", "fuse_teachers"]
 
 
 def fit_teacher_ensemble(
-    estimator,
-    X,
-    y,
+    estimator: Any,
+    X: ArrayLike,
+    y: np.ndarray,
     n_estimators: int,
     *,
-    random_state=None,
+    random_state: int | np.random.RandomState | None = None,
     n_classes: int | None = None,
     n_jobs: int | None = None,
     verbose: int = 0,
@@ -81,7 +84,9 @@ def fit_teacher_ensemble(
     return cached_fit(key, fit)
 
 
-def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
+def fuse_teachers(
+    teachers: list, n_classes: int, mode: bool | str = "auto"
+) -> FusedLinearEnsemble | None:
     """Stack linear teachers for the fused vote path, or None.
 
     ``mode="auto"`` fuses when every teacher can be fused; ``True`` requires
@@ -110,7 +115,7 @@ def fuse_teachers(teachers: list, n_classes: int, mode="auto"):
 
 def count_votes(
     teachers: list,
-    X,
+    X: ArrayLike,
     n_classes: int,
     fused: FusedLinearEnsemble | None = None,
     *,

@@ -46,7 +46,11 @@ Memory: query chunks bound the score block to about ``2**17`` entries
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
@@ -181,7 +185,7 @@ def _linear_parts(teacher):
     return (classes.astype(np.int64), W, C, P, Q, n_steps, blocks), None
 
 
-def why_not_fusable(teacher):
+def why_not_fusable(teacher: Any) -> str | None:
     """Why ``teacher`` cannot take the fused path (``None`` when it can).
 
     Given a fitted teacher ensemble (a model with ``estimators_``), why its
@@ -211,7 +215,9 @@ def why_not_fusable(teacher):
     return _linear_parts(teacher)[1]
 
 
-def fused_ensemble(teachers, n_classes):
+def fused_ensemble(
+    teachers: Sequence[Any], n_classes: int
+) -> FusedLinearEnsemble | None:
     """The fused ensemble of ``teachers``, or ``None`` if any cannot be fused.
 
     Parameters
@@ -312,16 +318,23 @@ class FusedLinearEnsemble:
         multiclass teacher).
     """
 
-    def __init__(self, linear, constant, n_classes, encoding=None):
+    def __init__(
+        self,
+        linear: Sequence[tuple[int, tuple]],
+        constant: ArrayLike,
+        n_classes: int,
+        encoding: ColumnEncoding | None = None,
+    ) -> None:
         self.encoding = encoding
         self.n_classes = int(n_classes)
         self.constant = np.asarray(constant, dtype=np.int64)
         self.n_linear = len(linear)
         # Group teachers by vote rule: binary by (negative, positive) class
         # pair, multiclass by width; stack each group's rows contiguously.
-        buckets = {}
+        buckets: dict[tuple, list[tuple[int, tuple]]] = {}
         for index, parts in linear:
             classes = parts[0]
+            key: tuple
             if parts[1].shape[0] == 1:
                 key = ("binary", int(classes[0]), int(classes[1]))
             else:
@@ -345,6 +358,11 @@ class FusedLinearEnsemble:
                 Q_rows.append(Q)
                 n_steps = max(n_steps, steps)
         self.n_columns = start
+        # None when every teacher is constant (no score column).
+        self.coef: np.ndarray | None
+        self.intercept: np.ndarray | None
+        self._P: np.ndarray | None
+        self._Q: np.ndarray | None
         if linear:
             self.n_features = W_rows[0].shape[1]
             self.coef = np.ascontiguousarray(np.concatenate(W_rows).T)  # (d, cols)
@@ -363,7 +381,7 @@ class FusedLinearEnsemble:
         d = self.n_features or 0
         return 4.0 * (d + 4 + 2 * self._n_steps) * eps
 
-    def vote_counts(self, X, teachers):
+    def vote_counts(self, X: ArrayLike, teachers: Sequence[Any]) -> NDArray[np.int64]:
         """Vote counts ``(n_queries, n_classes)``, identical to the per-teacher path.
 
         Parameters

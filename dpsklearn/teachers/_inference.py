@@ -38,10 +38,13 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from joblib import effective_n_jobs, parallel_config
 from joblib.parallel import get_active_backend
+from numpy.typing import ArrayLike, NDArray
 from sklearn import config_context
 from sklearn.utils.parallel import Parallel, delayed
 
@@ -145,7 +148,8 @@ def _ask_block(function, block, X, *args):
 
 
 _SCATTER_LOCK = threading.Lock()
-_SCATTERED = []  # [(client ref, teacher refs, bounds, futures)], newest last
+# [(client ref, teacher refs, bounds, futures)], newest last
+_SCATTERED: list[tuple] = []
 
 
 def _dask_client():
@@ -251,7 +255,14 @@ def _evaluate(function, teachers, X, args, *, n_jobs, verbose, desc):
 # -- the public entry points ---------------------------------------------------------
 
 
-def count_teacher_votes(teachers, X, n_classes, *, n_jobs=None, verbose=0):
+def count_teacher_votes(
+    teachers: Sequence[Any],
+    X: ArrayLike,
+    n_classes: int,
+    *,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> NDArray[np.int64]:
     """Vote counts ``(n_queries, n_classes)`` of ``teachers`` on ``X``, in parallel.
 
     Each task counts the votes of a block of teachers on the whole batch and
@@ -296,7 +307,15 @@ def count_teacher_votes(teachers, X, n_classes, *, n_jobs=None, verbose=0):
     return counts
 
 
-def teacher_outputs(teachers, X, method="predict", *, width=1, n_jobs=None, verbose=0):
+def teacher_outputs(
+    teachers: Sequence[Any],
+    X: ArrayLike,
+    method: str = "predict",
+    *,
+    width: int = 1,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> Iterator[tuple[slice, np.ndarray]]:
     """Yield ``(row_slice, outputs)`` per query chunk, outputs stacked over teachers.
 
     ``outputs`` has shape ``(n_teachers, chunk_rows)`` for ``predict`` or
@@ -328,7 +347,14 @@ def teacher_outputs(teachers, X, method="predict", *, width=1, n_jobs=None, verb
         yield rows, parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def teacher_class_probabilities(teachers, X, n_classes, *, n_jobs=None, verbose=0):
+def teacher_class_probabilities(
+    teachers: Sequence[Any],
+    X: ArrayLike,
+    n_classes: int,
+    *,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> Iterator[tuple[slice, NDArray[np.float64]]]:
     """Yield ``(row_slice, probabilities)`` per query chunk, on the global classes.
 
     Teachers are fitted on class *indices* into the global ``classes_``; a

@@ -24,8 +24,12 @@ batches and their progress is reported as batches finish.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from joblib import effective_n_jobs, parallel_config
+from numpy.typing import ArrayLike, NDArray
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
@@ -45,7 +49,9 @@ __all__ = [
 _VERBOSE_BATCHES = 20
 
 
-def partition_indices(n_samples: int, n_shards: int, rng) -> list:
+def partition_indices(
+    n_samples: int, n_shards: int, rng: np.random.RandomState
+) -> list[NDArray[np.int64]]:
     """A random permutation of the rows cut into ``n_shards`` near-equal blocks.
 
     Parameters
@@ -71,7 +77,9 @@ def partition_indices(n_samples: int, n_shards: int, rng) -> list:
     return np.array_split(permutation, n_shards)
 
 
-def teacher_seeds(rng, n_shards: int):
+def teacher_seeds(
+    rng: np.random.RandomState, n_shards: int
+) -> NDArray[np.unsignedinteger]:
     """One integer seed per teacher, spawned from a single SeedSequence."""
     entropy = int(rng.randint(np.iinfo(np.int32).max))
     return np.random.SeedSequence(entropy).generate_state(n_shards)
@@ -90,10 +98,10 @@ class ConstantTeacher:
         self.n_classes = int(n_classes)
         self.classes_ = np.arange(n_classes)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         return np.full(n_rows(X), self.class_index, dtype=np.int64)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         proba = np.zeros((n_rows(X), self.n_classes))
         proba[:, self.class_index] = 1.0
         return proba
@@ -142,8 +150,16 @@ def _fit_teacher_batch(estimator, X_rows, y_rows, local_shards, seeds, n_classes
 
 
 def fit_teachers(
-    estimator, X, y, shards, seeds, *, n_classes=None, n_jobs=None, verbose=0
-):
+    estimator: Any,
+    X: ArrayLike,
+    y: np.ndarray,
+    shards: Sequence[np.ndarray],
+    seeds: Sequence[int],
+    *,
+    n_classes: int | None = None,
+    n_jobs: int | None = None,
+    verbose: int = 0,
+) -> list[Any]:
     """Fit ``clone(estimator)`` on each shard, in parallel batches.
 
     Parameters
