@@ -262,7 +262,9 @@ def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
     # standardised ridge teachers and the clipped mean over the public range.
     X, y, X_public, X_test, y_test = data
     RecordingTeacher.fitted_with.clear()
-    teacher = RecordingTeacher(target_range=(-300, 300), epsilon=2.0, random_state=0)
+    teacher = RecordingTeacher(
+        target_range=(-300, 300), epsilon=2.0, random_state=0, noise_random_state=0
+    )
     kt = KnowledgeTransferRegressor(teacher, random_state=0)
     assert kt.query_strategy == "uncertainty"
     kt.fit(X, y, X_public=X_public)
@@ -293,6 +295,7 @@ def test_explicit_teacher_parameters_are_kept(data):
         target_range=(-300, 300),
         max_queries=200,
         random_state=0,
+        noise_random_state=0,
     )
     kt = KnowledgeTransferRegressor(teacher, Ridge(), random_state=0).fit(
         X, y, X_public=X_public

@@ -164,18 +164,19 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
     --------
     >>> from sklearn.datasets import make_regression
     >>> from dpsklearn import KnowledgeTransferRegressor, PrivatePredictionRegressor
-    >>> X, y = make_regression(n_samples=6000, n_features=4, noise=1.0,
+    >>> X, y = make_regression(n_samples=23_000, n_features=4, noise=1.0,
     ...                        random_state=0)
-    >>> X_private, y_private, X_public = X[:5000], y[:5000], X[5000:]
+    >>> X_private, y_private = X[:20_000], y[:20_000]
+    >>> X_public, X_test, y_test = X[20_000:22_000], X[22_000:], y[22_000:]
     >>> teacher = PrivatePredictionRegressor(
     ...     epsilon=1.0, target_range=(-400, 400), random_state=0)
     >>> kt = KnowledgeTransferRegressor(teacher, random_state=0).fit(
-    ...     X_private, y_private, X_public=X_public[:500])
+    ...     X_private, y_private, X_public=X_public)
     >>> kt.teacher_params_["n_estimators"], kt.teacher_params_["mechanism"]
-    (384, 'clipped_mean')
-    >>> kt.n_public_labelled_, kt.predict(X[:3]).shape
-    (500, (3,))
-    >>> bool(kt.score(X[5500:], y[5500:]) > 0.9)  # free: the student's score
+    (740, 'clipped_mean')
+    >>> kt.n_public_labelled_, kt.predict(X_test[:3]).shape  # max_queries asked
+    (1000, (3,))
+    >>> bool(kt.score(X_test, y_test) > 0.9)  # free: the student's score
     True
     """
 
