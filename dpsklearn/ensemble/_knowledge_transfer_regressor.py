@@ -92,17 +92,17 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         takes shards of :func:`~dpsklearn.planning.knowledge_transfer_shard_rows`
         rows (about ``0.5 sqrt(n) rho^(1/4)``: 40 rows for 44,940 rows at
         ``epsilon = 1``, where direct answers take 10), because the
-        student's label noise does not grow with the number of labels, so
-        fewer, better teachers pay; ``estimator=None`` takes
+        student averages the labels' noise and so affords more noise per
+        label for better teachers; ``estimator=None`` takes
         ``make_pipeline(StandardScaler(), Ridge())`` (a penalty that does not
         depend on the columns' units); the default
         ``mechanism="adaptive_range"`` takes ``"clipped_mean"``, because
         uncertainty sampling asks about the extreme rows that a band
-        released on the first round would clip. On diamonds' validation
-        rows at ``epsilon = 1`` the three choices moved the student from
-        0.946 to 0.971. Set any of them explicitly (an integer, an
-        estimator, a mechanism object such as ``AdaptiveRange()``) to keep
-        it.
+        released on the first round would clip. Each choice raised the
+        student's validation R^2 on diamonds (``docs/regression.rst``,
+        "Knowledge-transfer defaults"). Set any of them explicitly (an
+        integer, an estimator, a mechanism object such as
+        ``AdaptiveRange()``) to keep it.
     student : regressor, default=None
         Any scikit-learn regressor; ``None`` means
         ``make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3,
