@@ -10,8 +10,9 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_regression
-from sklearn.linear_model import LinearRegression, Ridge
+from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
@@ -19,8 +20,11 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from dpsklearn import (
     KnowledgeTransferRegressor,
     PrivacyAccountant,
+    PrivateKernelRidge,
     PrivatePredictionRegressor,
 )
+from dpsklearn.mechanisms import AdaptiveRange
+from dpsklearn.planning import knowledge_transfer_shard_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -33,8 +37,12 @@ def data():
 
 
 def _teacher(**params):
+    # Every parameter the student would resolve is set, so these tests see
+    # the teacher as given (the resolution is tested on its own below).
     defaults = dict(
+        estimator=Ridge(),
         n_estimators=100,
+        mechanism="clipped_mean",
         epsilon=4.0,
         max_queries=400,
         target_range=(-300, 300),
@@ -62,7 +70,9 @@ def test_fit_labels_public_rows_and_keeps_only_the_student(data):
         "n_public_unanswered_",
         "n_public_unqueried_",
         "n_features_in_",
+        "teacher_params_",
     }
+    assert kt.teacher_params_ == {}  # every teacher parameter was set
     assert X[0].tobytes() not in pickle.dumps(kt.set_params(teacher=None))
 
 
@@ -72,16 +82,18 @@ def test_student_learns_from_the_released_values(data):
     X, y, X_public, _, _ = data
     teacher = _teacher().fit(X, y)
     released = teacher.predict(X_public[:400])
-    kt = KnowledgeTransferRegressor(_teacher(), LinearRegression()).fit(
-        X, y, X_public=X_public[:400]
-    )
+    kt = KnowledgeTransferRegressor(
+        _teacher(), LinearRegression(), query_strategy="sequential"
+    ).fit(X, y, X_public=X_public[:400])
     direct = LinearRegression().fit(X_public[:400], released)
     np.testing.assert_allclose(kt.student_.coef_, direct.coef_)
 
 
 def test_budget_running_out_keeps_what_was_released(data):
     X, y, X_public, _, _ = data
-    kt = KnowledgeTransferRegressor(_teacher(max_queries=150))
+    kt = KnowledgeTransferRegressor(
+        _teacher(max_queries=150), query_strategy="sequential"
+    )
     with pytest.warns(UserWarning, match="budget ran out after labelling 150"):
         kt.fit(X, y, X_public=X_public[:400])
     assert (kt.n_public_labelled_, kt.n_public_unanswered_) == (150, 250)
@@ -114,7 +126,7 @@ def test_uncertainty_asks_where_bootstrap_students_disagree():
             return super().predict(X)
 
     KnowledgeTransferRegressor(
-        Recording(**teacher.get_params()),
+        Recording(**teacher.get_params(deep=False)),
         LinearRegression(),
         query_strategy="uncertainty",
         n_rounds=3,
@@ -138,7 +150,7 @@ def test_uncertainty_is_reproducible_from_random_state(data):
         ).fit(X, y, X_public=X_public)
         for _ in range(2)
     ]
-    np.testing.assert_array_equal(fits[0].student_.coef_, fits[1].student_.coef_)
+    np.testing.assert_array_equal(fits[0].predict(X_public), fits[1].predict(X_public))
 
 
 class AbstainingTeacher(PrivatePredictionRegressor):
@@ -155,10 +167,10 @@ class AbstainingTeacher(PrivatePredictionRegressor):
 
 def test_abstained_rows_are_dropped(data):
     X, y, X_public, _, _ = data
-    teacher = AbstainingTeacher(**_teacher().get_params())
-    kt = KnowledgeTransferRegressor(teacher, LinearRegression()).fit(
-        X, y, X_public=X_public[:400]
-    )
+    teacher = AbstainingTeacher(**_teacher().get_params(deep=False))
+    kt = KnowledgeTransferRegressor(
+        teacher, LinearRegression(), query_strategy="sequential"
+    ).fit(X, y, X_public=X_public[:400])
     dropped = X_public[:400, 0] > 0
     assert kt.n_public_abstained_ == dropped.sum() > 0
     assert kt.n_public_labelled_ == 400 - dropped.sum()
@@ -232,3 +244,123 @@ def test_pipelines_and_grid_search(data):
         search.fit(X, y, X_public=X_public[:300])
     assert search.best_params_["student__alpha"] in (0.1, 10.0)
     assert search.best_estimator_.n_public_labelled_ == 300
+
+
+class RecordingTeacher(PrivatePredictionRegressor):
+    """Records the parameters the teacher was fitted with (it is dropped)."""
+
+    fitted_with: list = []
+
+    def fit(self, X, y):
+        RecordingTeacher.fitted_with.append(self.get_params(deep=False))
+        return super().fit(X, y)
+
+
+def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
+    # docs/regression.rst, "Knowledge-transfer defaults": a teacher left at
+    # its defaults gets larger shards (from public n, epsilon, delta),
+    # standardised ridge teachers and the clipped mean over the public range.
+    X, y, X_public, X_test, y_test = data
+    RecordingTeacher.fitted_with.clear()
+    teacher = RecordingTeacher(
+        target_range=(-300, 300), epsilon=2.0, random_state=0, noise_random_state=0
+    )
+    kt = KnowledgeTransferRegressor(teacher, random_state=0)
+    assert kt.query_strategy == "uncertainty"
+    kt.fit(X, y, X_public=X_public)
+    rows = knowledge_transfer_shard_rows(n_samples=len(X), epsilon=2.0, delta=1e-5)
+    assert kt.teacher_params_["n_estimators"] == len(X) // rows
+    assert kt.teacher_params_["mechanism"] == "clipped_mean"
+    steps = [type(step) for step in kt.teacher_params_["estimator"]]
+    assert steps == [StandardScaler, Ridge]
+    (used,) = RecordingTeacher.fitted_with
+    assert used["n_estimators"] == len(X) // rows
+    assert used["mechanism"] == "clipped_mean"
+    # The user's teacher object is untouched (it was cloned).
+    assert teacher.n_estimators == "auto" and teacher.estimator is None
+    # The default student: a scaled ridge whose penalty leave-one-out picks.
+    assert [type(step) for step in kt.student_] == [StandardScaler, RidgeCV]
+    # Uncertainty sampling asks the teacher's max_queries (1,000) rows.
+    assert kt.n_public_labelled_ == min(1000, len(X_public))
+    assert kt.score(X_test, y_test) > 0.9
+
+
+def test_explicit_teacher_parameters_are_kept(data):
+    X, y, X_public, _, _ = data
+    RecordingTeacher.fitted_with.clear()
+    teacher = RecordingTeacher(
+        Ridge(alpha=3.0),
+        n_estimators=50,
+        mechanism=AdaptiveRange(),
+        target_range=(-300, 300),
+        max_queries=200,
+        random_state=0,
+        noise_random_state=0,
+    )
+    kt = KnowledgeTransferRegressor(teacher, Ridge(), random_state=0).fit(
+        X, y, X_public=X_public
+    )
+    assert kt.teacher_params_ == {}
+    (used,) = RecordingTeacher.fitted_with
+    assert used["n_estimators"] == 50
+    assert isinstance(used["mechanism"], AdaptiveRange)
+    assert used["estimator"].alpha == 3.0
+
+
+def test_other_private_regressors_are_not_resolved(data):
+    X, y, X_public, _, _ = data
+    teacher = PrivateKernelRidge(y_bound=(-300, 300), random_state=0)
+    kt = KnowledgeTransferRegressor(teacher, Ridge(), n_queries=300, random_state=0)
+    kt.fit(X, y, X_public=X_public)
+    assert kt.teacher_params_ == {} and kt.n_public_labelled_ == 300
+
+
+def test_bad_teacher_budget_is_named_before_anything_is_spent(data):
+    X, y, X_public, _, _ = data
+    kt = KnowledgeTransferRegressor(PrivatePredictionRegressor(epsilon=-1.0))
+    with pytest.raises(ValueError, match="epsilon"):
+        kt.fit(X, y, X_public=X_public)
+
+
+def test_direct_answer_noise_warning_is_not_repeated_to_a_student(data):
+    # Each answer's noise exceeds the target's spread (k = 20 teachers over a
+    # range of 600): the teacher alone warns; as a student's teacher it does
+    # not (the student averages the labels), and the student still fits.
+    X, y, X_public, _, _ = data
+    teacher = _teacher(n_estimators=20, epsilon=0.5)
+    with pytest.warns(UserWarning, match="each private answer carries noise"):
+        clone(teacher).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*each private answer")
+        kt = KnowledgeTransferRegressor(teacher, Ridge(), random_state=0)
+        kt.fit(X, y, X_public=X_public[:400])
+    assert kt.n_public_labelled_ == 400
+
+
+def test_shard_rows_rule_is_the_closed_form():
+    # 0.5 sqrt(n) rho^(1/4), rho the zCDP budget of (epsilon, delta),
+    # rho = (sqrt(L + eps) - sqrt(L))^2 with L = ln(1/delta), at least 10 rows.
+    for n, epsilon, delta in [
+        (44_940, 1.0, 1e-5),
+        (150_000, 0.5, 1e-6),
+        (2_000, 8.0, 1e-5),
+    ]:
+        log_inv = np.log(1 / delta)
+        rho = (np.sqrt(log_inv + epsilon) - np.sqrt(log_inv)) ** 2
+        expected = max(10, round(0.5 * np.sqrt(n) * rho**0.25))
+        assert (
+            knowledge_transfer_shard_rows(n_samples=n, epsilon=epsilon, delta=delta)
+            == expected
+        )
+    # More budget or more rows: larger shards; delta = 0 reads epsilon^2 / 2.
+    rows = [
+        knowledge_transfer_shard_rows(n_samples=44_940, epsilon=e, delta=1e-5)
+        for e in (0.5, 1.0, 2.0, 8.0)
+    ]
+    assert rows == sorted(rows) and rows[0] < rows[-1]
+    assert knowledge_transfer_shard_rows(
+        n_samples=40_000, epsilon=1.0, delta=0.0
+    ) == round(0.5 * 200 * 0.5**0.25)
+    assert knowledge_transfer_shard_rows(n_samples=50, epsilon=1.0, delta=1e-5) == 10
+    with pytest.raises(ValueError, match="n_samples"):
+        knowledge_transfer_shard_rows(n_samples=0, epsilon=1.0, delta=1e-5)

@@ -59,7 +59,8 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
 
     Subclasses define ``_default_teacher``, ``_default_student``,
     ``_check_teacher``, ``_validate_training``, ``_released_labels``,
-    ``_partial_abstained`` and ``_priority``; see
+    ``_partial_abstained`` and ``_priority`` (and may resolve the teacher's
+    defaults in ``_resolve_teacher``); see
     :class:`~dpsklearn.KnowledgeTransferClassifier` and
     :class:`~dpsklearn.KnowledgeTransferRegressor`.
     """
@@ -153,6 +154,10 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             consumer=f"the student ({type(self.student_).__name__})",
         )
 
+    #: Warnings of the teacher's ``fit`` about its direct answers that do not
+    #: apply to a student taught by it (regular expressions).
+    _teacher_warnings_not_for_students: tuple = ()
+
     #: Extra ``validate_data`` arguments for ``y`` (``y_numeric`` for regressors).
     _target_validation: dict = {}
 
@@ -203,6 +208,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                 "private teacher labels for the student."
             )
         X, y = self._validate_training(X, y, teacher)
+        teacher = self._resolve_teacher(teacher, n_rows(X))
         X_public = self._validate_public(X_public, teacher, student)
 
         n_public = n_rows(X_public)
@@ -212,7 +218,10 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         # Everything after the teacher's spend is tried first on public data
         # (X_public with stand-in labels), so that it cannot fail afterwards.
         self._check_student_on_public_rows(student, X_public, teacher, y)
-        teacher.fit(X, y)
+        with warnings.catch_warnings():
+            for message in self._teacher_warnings_not_for_students:
+                warnings.filterwarnings("ignore", message=message)
+            teacher.fit(X, y)
         if self.query_strategy == "sequential":
             rounds = [np.arange(n_queries)]
         else:
@@ -298,6 +307,14 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             if isinstance(budget, Integral) and 0 < budget < n_public:
                 return int(budget)
         return n_public
+
+    def _resolve_teacher(self, teacher, n_samples):
+        """The (cloned) teacher with defaults resolved for knowledge transfer.
+
+        Public numbers only (``n_samples``, the teacher's parameters); the
+        base class keeps the teacher as given.
+        """
+        return teacher
 
     def _check_can_rank(self, student):
         """Refuse a student that ``_priority`` cannot rank rows with."""

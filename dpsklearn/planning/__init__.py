@@ -8,7 +8,8 @@ citing the theorem it evaluates (``docs/design.rst``, "The planner"):
 * :mod:`._stability_plan` -- which ``k`` and ``T`` answer most of a query
   stream (:func:`plan_stability_test`);
 * :mod:`._regression` -- the noise of private regression answers and the
-  R^2 it costs (:func:`plan_regression_answers`);
+  R^2 it costs (:func:`plan_regression_answers`), and the teachers' shard
+  size for a knowledge-transfer student (:func:`knowledge_transfer_shard_rows`);
 * :mod:`._sample_size` -- sample sizes and schedules of the other
   estimators;
 * :mod:`._outcomes` and :mod:`._regime` -- which mechanism answers, and how
@@ -23,7 +24,11 @@ from ._regime import (
     private_margin_histogram,
     public_vote_counts,
 )
-from ._regression import RegressionAnswerPlan, plan_regression_answers
+from ._regression import (
+    RegressionAnswerPlan,
+    knowledge_transfer_shard_rows,
+    plan_regression_answers,
+)
 from ._sample_size import (
     KernelRidgeSchedule,
     erm_sample_size,
@@ -53,6 +58,7 @@ __all__ = [
     "distance_at_agreement",
     "erm_sample_size",
     "kernel_ridge_schedule",
+    "knowledge_transfer_shard_rows",
     "min_distance_to_pass",
     "n_estimators_for_agreement",
     "n_estimators_for_agreement_by_calibration",
