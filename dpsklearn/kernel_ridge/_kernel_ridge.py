@@ -36,7 +36,6 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
@@ -44,7 +43,6 @@ from .._param_validation import (
     HasMethods,
     Interval,
     StrOptions,
-    validate_parameter_constraints,
 )
 from .._validation import (
     ACCEPT_SPARSE,
@@ -53,8 +51,6 @@ from .._validation import (
     take_rows,
     warn_if_delta_large,
 )
-from .._warn import warn_user
-from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import (
     MechanismOptions,
     OutputPerturbation,
@@ -63,10 +59,9 @@ from ..mechanisms import (
 )
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
+from ._kernel_checks import check_kernel, resolve_target_range, resolve_x_bound
 from ._kernels import (
-    KERNELS,
     NORM_BOUNDED_KERNELS,
-    SHIFT_INVARIANT_KERNELS,
     _clip_rows,
     _fourier_features,
     _fourier_frequencies,
@@ -342,14 +337,6 @@ default="output_perturbation"
         "sufficient_statistics": SufficientStatistics,
         "output_perturbation": OutputPerturbation,
     }
-    #: The keys ``kernel_params`` may hold, and their constraints.
-    _kernel_parameters = {
-        "gamma": [Interval(Real, 0, None, closed="neither"), None],
-        "degree": [Interval(Real, 0, None, closed="left")],
-        "coef0": [Interval(Real, None, None, closed="neither")],
-        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-    }
-
     def __init__(
         self,
         kernel: str = "rbf",
@@ -394,112 +381,6 @@ default="output_perturbation"
         if isinstance(options, str):
             options = self._mechanisms[options]()
         return bool(getattr(options, "publishes_model", False))
-
-    # -- validation (everything before any budget is touched) ----------------
-    def _kernel_params(self):
-        """``kernel_params`` with its keys and values checked."""
-        params = dict(self.kernel_params or {})
-        unknown = set(params) - set(self._kernel_parameters)
-        if unknown:
-            raise ValueError(
-                f"kernel_params has unknown keys {sorted(unknown)}; it takes "
-                f"{sorted(self._kernel_parameters)}."
-            )
-        validate_parameter_constraints(
-            self._kernel_parameters, params, caller_name="kernel_params of "
-            "PrivateKernelRidge"
-        )
-        return params
-
-    def _check_kernel(self, n_features, options):
-        """The kernel and its resolved parameters; refuse what has no bound."""
-        kernel = self.kernel
-        if kernel not in KERNELS:
-            raise ValueError(
-                f"kernel={kernel!r} is not supported: PrivateKernelRidge needs a "
-                "positive-definite kernel with a known bound on K(x, x). "
-                f"Use one of {', '.join(repr(k) for k in KERNELS)}."
-            )
-        params = self._kernel_params()
-        gamma = None
-        if kernel in ("rbf", "laplacian", "poly"):
-            given = params.get("gamma")
-            gamma = 1.0 / n_features if given is None else float(given)
-        degree, coef0 = None, None
-        if kernel == "poly":
-            degree, coef0 = params.get("degree", 3), params.get("coef0", 1)
-            if not float(degree).is_integer() or degree < 1:
-                raise ValueError(
-                    f"kernel_params['degree']={degree!r} is refused for "
-                    "kernel='poly': only an integer degree >= 1 gives a "
-                    "positive-definite kernel."
-                )
-            if coef0 < 0:
-                raise ValueError(
-                    f"kernel_params['coef0']={coef0!r} is refused for "
-                    "kernel='poly': with coef0 < 0 the polynomial kernel is not "
-                    "positive definite, so it has no RKHS and Lemma 2's "
-                    "sensitivity fails. Use coef0 >= 0."
-                )
-            degree, coef0 = int(degree), float(coef0)
-        random_features = isinstance(options, SufficientStatistics) or (
-            options.release == "model"
-        )
-        if isinstance(options, SufficientStatistics) and kernel not in (
-            SHIFT_INVARIANT_KERNELS
-        ):
-            raise ValueError(
-                f"SufficientStatistics maps rows through random Fourier features "
-                f"of a shift-invariant kernel; kernel={kernel!r} is not one. Use "
-                "kernel='rbf' or 'laplacian', or mechanism=OutputPerturbation()."
-            )
-        if random_features and kernel not in SHIFT_INVARIANT_KERNELS:
-            raise ValueError(
-                f"OutputPerturbation(release='model') needs a shift-invariant "
-                f"kernel for random Fourier features; kernel={kernel!r} is not "
-                "one. Use kernel='rbf' or 'laplacian', or release='predictions'."
-            )
-        return kernel, gamma, degree, coef0
-
-    def _resolve_target_range(self, y):
-        """``(lo, hi)``: ``(-M, M)`` for a bound ``M``, the pair for a range."""
-        if self.y_bound is None:
-            warn_user(
-                "y_bound is None: the target bound M is taken from the private "
-                "training labels (max |y|), which the noise scale then reveals. "
-                "Pass the public bound (or range) as `y_bound`.",
-                PrivacyLeakWarning,
-            )
-            bound = float(np.max(np.abs(y)))
-            bound = bound if bound > 0 else 1.0  # any positive M bounds all-zero y
-            return -bound, bound
-        if np.ndim(self.y_bound) == 0:
-            bound = float(self.y_bound)
-            return -bound, bound
-        try:
-            lo, hi = (float(v) for v in np.asarray(self.y_bound).ravel())
-        except (TypeError, ValueError):
-            lo = hi = np.nan
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise ValueError(
-                "y_bound must be a positive bound M or a public range (lo, hi) with "
-                f"lo < hi, got {self.y_bound!r}."
-            )
-        return lo, hi
-
-    def _resolve_x_bound(self, X):
-        given = self._kernel_params().get("x_bound")
-        if given is not None:
-            return float(given)
-        warn_user(
-            f"kernel_params['x_bound'] is unset: the row-norm bound of "
-            f"kernel={self.kernel!r} is taken from the private training rows "
-            "(their largest norm), which the noise scale then reveals. Pass the "
-            "public bound as kernel_params={'x_bound': ...}.",
-            PrivacyLeakWarning,
-        )
-        bound = float(np.max(row_norms(X)))
-        return bound if bound > 0 else 1.0
 
     # -- fit -----------------------------------------------------------------
     def _fit_shards(self, X, y, n_shards, spec, frequencies):
@@ -561,9 +442,11 @@ default="output_perturbation"
             self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
         )
         n_samples, n_features = X.shape
-        kernel, gamma, degree, coef0 = self._check_kernel(n_features, options)
+        kernel, gamma, degree, coef0 = check_kernel(
+            self.kernel, self.kernel_params, n_features, options
+        )
         warn_if_delta_large(float(self.delta), n_samples)
-        lo, hi = self._resolve_target_range(y)
+        lo, hi = resolve_target_range(self.y_bound, y)
         if isinstance(options, SufficientStatistics):
             return self._plan_statistics(options, X, y, kernel, gamma, (lo, hi))
         working_memory = resolve_working_memory(None)
@@ -574,7 +457,7 @@ default="output_perturbation"
         y_bound = max(abs(lo), abs(hi))  # Lemma 2 reads |y| <= M
         x_bound = None
         if kernel in NORM_BOUNDED_KERNELS:
-            x_bound = self._resolve_x_bound(X)
+            x_bound = resolve_x_bound(self.kernel, self.kernel_params, X)
         if model:
             kappa = 1.0  # paired Fourier features: ||phi(x)||_2 = 1 exactly
         else:
