@@ -29,6 +29,7 @@ ridge teachers; the clipped mean over the public range).
 from __future__ import annotations
 
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 from sklearn.base import RegressorMixin, clone, is_regressor
@@ -192,15 +193,15 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
 
     def __init__(
         self,
-        teacher=None,
-        student=None,
+        teacher: Any = None,
+        student: Any = None,
         *,
-        query_strategy="uncertainty",
-        n_queries=None,
-        n_rounds=5,
-        n_bootstrap=10,
-        random_state=None,
-    ):
+        query_strategy: str = "uncertainty",
+        n_queries: int | None = None,
+        n_rounds: int = 5,
+        n_bootstrap: int = 10,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
         self.teacher = teacher
         self.student = student
         self.query_strategy = query_strategy

@@ -44,6 +44,9 @@ import math
 from dataclasses import dataclass
 from numbers import Integral, Real
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from .._param_validation import Interval, InvalidParameterError, StrOptions
 from .._validation import (
     COUNT,
@@ -185,33 +188,33 @@ class SparseVectorCalibration:
     composed_epsilon: float = math.nan
 
     @property
-    def noise_scale(self):
+    def noise_scale(self) -> float:
         """The threshold noise's scale (``threshold_scale``)."""
         return self.threshold_scale
 
     @property
-    def per_instance_epsilon(self):
+    def per_instance_epsilon(self) -> float:
         """``eps0`` of one AboveThreshold instance (inf for Gaussian noises)."""
         return self.per_instance if self.noise == "laplace" else math.inf
 
     @property
-    def stability_delta(self):
+    def stability_delta(self) -> float:
         """The delta reserved for the stability part (its bad event)."""
         return self.delta - self.sparse_vector_delta
 
     @property
-    def sparse_vector_epsilon(self):
+    def sparse_vector_epsilon(self) -> float:
         """What the ``T`` instances alone, without the fallbacks, compose to."""
         return self.epsilon_after(self.cutoff, 0)
 
     @property
-    def admissible(self):
+    def admissible(self) -> bool:
         """Whether the composed epsilon and the stability bound fit the budget."""
         return self.composed_epsilon <= self.epsilon * (
             1 + 1e-12
         ) and self.cutoff * self.tail_probability <= self.stability_delta * (1 + 1e-12)
 
-    def epsilon_after(self, n_instances, n_fallbacks=0):
+    def epsilon_after(self, n_instances: int, n_fallbacks: int = 0) -> float:
         """Epsilon of the first ``n_instances`` instances and ``n_fallbacks`` answers.
 
         The calibration's own composition at the sparse vector part's delta,
@@ -221,14 +224,14 @@ class SparseVectorCalibration:
         n, f = max(0, int(n_instances)), max(0, int(n_fallbacks))
         return _composed(self, n, f)
 
-    def delta_after(self, n_instances):
+    def delta_after(self, n_instances: int) -> float:
         """Delta of the first ``n_instances`` instances: their part plus ``n p``."""
         n = int(n_instances)
         if n <= 0:
             return 0.0
         return self.sparse_vector_delta + n * self.tail_probability
 
-    def pass_probability(self, distance):
+    def pass_probability(self, distance: ArrayLike) -> float | np.ndarray:
         """``P(d + Z_query > w + Z_threshold)`` for distances ``d`` (planning).
 
         Examples
@@ -413,15 +416,15 @@ _PARAMS = {
 
 @validate_params(_PARAMS, prefer_skip_nested_validation=True)
 def sparse_vector_candidates(
-    epsilon,
-    delta,
-    cutoff,
+    epsilon: float,
+    delta: float,
+    cutoff: int,
     *,
-    n_fallbacks=0,
-    fallback_share=0.0,
-    fallback_kind="bounded_range",
-    max_queries=None,
-):
+    n_fallbacks: int = 0,
+    fallback_share: float = 0.0,
+    fallback_kind: str = "bounded_range",
+    max_queries: int | None = None,
+) -> dict[str, SparseVectorCalibration | None]:
     """All sparse vector calibrations for a budget; None where not admissible.
 
     Parameters
@@ -480,16 +483,16 @@ def sparse_vector_candidates(
     prefer_skip_nested_validation=True,
 )
 def calibrate_sparse_vector(
-    epsilon,
-    delta,
-    cutoff,
-    calibration="auto",
+    epsilon: float,
+    delta: float,
+    cutoff: int,
+    calibration: str = "auto",
     *,
-    n_fallbacks=0,
-    fallback_share=0.0,
-    fallback_kind="bounded_range",
-    max_queries=None,
-):
+    n_fallbacks: int = 0,
+    fallback_share: float = 0.0,
+    fallback_kind: str = "bounded_range",
+    max_queries: int | None = None,
+) -> SparseVectorCalibration:
     """Noises, threshold and fallback epsilon of a sparse vector stability test.
 
     See ``docs/design.rst``, "The sparse vector stability test" and "The

@@ -25,6 +25,7 @@ import functools
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..accounting import smallest_integer
 
@@ -268,7 +269,7 @@ def pass_probabilities(distances, threshold, query_scale, threshold_scale, noise
     return float(out) if out.ndim == 0 else out
 
 
-def noise_survival(n, scale: float, noise: str):
+def noise_survival(n: ArrayLike, scale: float, noise: str) -> np.ndarray:
     """``P(Z >= n)`` for integers ``n``: ``Z ~ DLap(scale)`` or ``N_Z(0, scale^2)``.
 
     For planning figures (no safety margin).
@@ -292,7 +293,7 @@ def noise_survival(n, scale: float, noise: str):
     return np.where(n >= 1, np.where(n > 1e15, 0.0, upper), lower)
 
 
-def noise_quantiles(scale: float, noise: str, n_nodes: int):
+def noise_quantiles(scale: float, noise: str, n_nodes: int) -> np.ndarray:
     """Mid-point quantiles of the noise: a quadrature of ``n_nodes`` equal weights.
 
     Examples

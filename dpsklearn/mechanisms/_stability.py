@@ -21,17 +21,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..accounting import ApproximateEvent
 from ..noise import (
     DiscreteNoiseStream,
+    NoiseSource,
     default_grid_step,
     exponential_mechanism,
     grid_laplace,
 )
 from ._base import Engine, Mechanism, Release
 from ._sparse_vector import SparseVectorEngine
-from ._sparse_vector_calibration import calibrate_sparse_vector
+from ._sparse_vector_calibration import (
+    SparseVectorCalibration,
+    calibrate_sparse_vector,
+)
 from ._votes import distance_from_gap, majority_and_gap, vote_counts
 
 __all__ = [
@@ -213,7 +218,13 @@ class StabilityTest(_TestMechanism):
 
     n_streams = 3
 
-    def __init__(self, calibration, max_unstable, fallback, fallback_epsilon):
+    def __init__(
+        self,
+        calibration: SparseVectorCalibration,
+        max_unstable: int,
+        fallback: str,
+        fallback_epsilon: float,
+    ) -> None:
         self.calibration = calibration
         self.max_unstable = int(max_unstable)
         self.fallback = fallback
@@ -222,15 +233,15 @@ class StabilityTest(_TestMechanism):
     @classmethod
     def calibrate(
         cls,
-        epsilon,
-        delta,
+        epsilon: float,
+        delta: float,
         *,
-        max_unstable,
-        calibration="auto",
-        fallback="noisy_max",
-        noisy_max_share=0.5,
-        max_queries=None,
-    ):
+        max_unstable: int,
+        calibration: str = "auto",
+        fallback: str = "noisy_max",
+        noisy_max_share: float = 0.5,
+        max_queries: int | None = None,
+    ) -> StabilityTest:
         """Calibrate the test and its fallback for the whole budget.
 
         ``calibration`` is ``"auto"``, ``"laplace"`` or ``"gaussian"`` (as in
@@ -253,7 +264,7 @@ class StabilityTest(_TestMechanism):
             sparse_vector, max_unstable, fallback, sparse_vector.fallback_epsilon
         )
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> StabilityEngine:
         return StabilityEngine(self, noise)
 
 
@@ -270,7 +281,9 @@ def _n_bins(gamma):
     return n_bins
 
 
-def soft_label_histograms(soft_labels, n_bins):
+def soft_label_histograms(
+    soft_labels: ArrayLike, n_bins: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Vote histograms of soft labels on the gamma- and the shifted partition.
 
     With ``gamma = 1/n_bins`` (Bassily, Thakkar and Thakurta 2018,
@@ -396,7 +409,14 @@ class SoftLabelTest(_TestMechanism):
 
     n_streams = 4
 
-    def __init__(self, calibration, max_unstable, n_bins, fallback, fallback_epsilon):
+    def __init__(
+        self,
+        calibration: SparseVectorCalibration,
+        max_unstable: int,
+        n_bins: int,
+        fallback: str,
+        fallback_epsilon: float,
+    ) -> None:
         self.calibration = calibration
         self.max_unstable = int(max_unstable)
         self.n_bins = int(n_bins)
@@ -404,23 +424,23 @@ class SoftLabelTest(_TestMechanism):
         self.fallback_epsilon = float(fallback_epsilon)
 
     @property
-    def n_fallback_answers(self):
+    def n_fallback_answers(self) -> int:
         """At most ``ceil(T/2)`` queries fail both tests before ``c`` reaches ``T``."""
         return math.ceil(self.max_unstable / 2)
 
     @classmethod
     def calibrate(
         cls,
-        epsilon,
-        delta,
+        epsilon: float,
+        delta: float,
         *,
-        max_unstable,
-        n_bins,
-        calibration="auto",
-        fallback="midpoint",
-        noisy_mean_share=0.5,
-        max_queries=None,
-    ):
+        max_unstable: int,
+        n_bins: int,
+        calibration: str = "auto",
+        fallback: str = "midpoint",
+        noisy_mean_share: float = 0.5,
+        max_queries: int | None = None,
+    ) -> SoftLabelTest:
         """Calibrate the tests (``T + 1`` draws) and the fallback for the budget.
 
         ``calibration`` is ``"auto"``, ``"laplace"`` or ``"gaussian"``.
@@ -446,5 +466,5 @@ class SoftLabelTest(_TestMechanism):
             sparse_vector.fallback_epsilon,
         )
 
-    def engine(self, noise):
+    def engine(self, noise: NoiseSource) -> SoftLabelEngine:
         return SoftLabelEngine(self, noise)

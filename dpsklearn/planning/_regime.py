@@ -48,11 +48,15 @@ quadrature over the threshold noise: within a few percent of the estimator.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import ndtr
+from sklearn.base import BaseEstimator
 
 from .._param_validation import HasMethods, Interval
 from .._validation import (
@@ -125,7 +129,7 @@ class MarginHistogram:
     noise_scale: float
     n_queries: int
 
-    def vote_counts(self):
+    def vote_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Binary vote counts ``(top, second)`` per bin, and the bin weights.
 
         Only the gap is released, so each bin is read as a two-way split
@@ -137,7 +141,7 @@ class MarginHistogram:
         return np.column_stack([top, k - top]), self.weights
 
 
-def _check_counts(counts):
+def _check_counts(counts: ArrayLike) -> np.ndarray:
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.shape[0] == 0 or counts.shape[1] < 2:
         raise ValueError(
@@ -179,17 +183,17 @@ def _top_two(counts):
     prefer_skip_nested_validation=True,
 )
 def predict_regime(
-    counts,
+    counts: ArrayLike | MarginHistogram,
     *,
-    epsilon,
-    delta,
-    max_queries,
-    y_true=None,
-    sample_weight=None,
-    max_unstable=100,
-    max_answers=None,
-    mechanisms=MECHANISMS,
-):
+    epsilon: float,
+    delta: float,
+    max_queries: int,
+    y_true: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
+    max_unstable: int = 100,
+    max_answers: ArrayLike | None = None,
+    mechanisms: Sequence[str] = MECHANISMS,
+) -> list[dict[str, Any]]:
     """Predict the answered fraction and accuracy of each mechanism and calibration.
 
     Parameters
@@ -427,15 +431,15 @@ def predict_regime(
     prefer_skip_nested_validation=True,
 )
 def public_vote_counts(
-    estimator,
-    X,
-    y,
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
-    n_estimators,
-    query_fraction=0.25,
-    classes=None,
-    random_state=None,
-):
+    n_estimators: int,
+    query_fraction: float = 0.25,
+    classes: ArrayLike | None = None,
+    random_state: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Vote counts of teachers trained on public labelled data (no privacy cost).
 
     Holds out ``query_fraction`` of the rows as queries, trains
@@ -511,8 +515,14 @@ def public_vote_counts(
     prefer_skip_nested_validation=True,
 )
 def private_margin_histogram(
-    model, X, *, epsilon, accountant, n_bins=11, noise_random_state=None
-):
+    model: BaseEstimator,
+    X: ArrayLike,
+    *,
+    epsilon: float,
+    accountant: Any,
+    n_bins: int = 11,
+    noise_random_state: int | None = None,
+) -> MarginHistogram:
     """A differentially private histogram of the vote margins of private teachers.
 
     For each public query row the fitted ensemble's vote gap ``g = top -
@@ -569,18 +579,18 @@ def private_margin_histogram(
     >>> len(hist.gaps), round(float(hist.weights.sum()), 6), budget.spent_basic
     (11, 1.0, (0.5, 0.0))
     """
-    X = model._validate_query(X)
-    if X.shape[0] == 0:
+    queries = model._validate_query(X)
+    if queries.shape[0] == 0:
         raise ValueError("X has no rows.")
-    counts = model._vote_counts(X)
+    counts = model._vote_counts(queries)
     k = int(counts[0].sum())
     top, second = _top_two(counts) if counts.shape[1] > 1 else (counts[:, 0], 0)
     position = (top - second) / k * (n_bins - 1)  # in bin units, 0..n_bins-1
     left = np.minimum(np.floor(position).astype(np.int64), n_bins - 2)
     frac = position - left
-    soft = np.bincount(left, weights=1.0 - frac, minlength=n_bins)
+    soft: np.ndarray = np.bincount(left, weights=1.0 - frac, minlength=n_bins)
     soft += np.bincount(left + 1, weights=frac, minlength=n_bins)
-    soft /= X.shape[0]
+    soft /= queries.shape[0]
     release = HistogramRelease(epsilon, 4.0 * (n_bins - 1) / k)
     # Charge first: a short budget raises before anything is released.
     accountant.spend_events(release.privacy_events("private_margin_histogram"))
@@ -594,5 +604,5 @@ def private_margin_histogram(
         weights=weights,
         epsilon=epsilon,
         noise_scale=release.sensitivity / epsilon,
-        n_queries=int(X.shape[0]),
+        n_queries=int(queries.shape[0]),
     )

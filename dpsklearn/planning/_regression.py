@@ -72,7 +72,7 @@ class RegressionAnswerPlan:
     r2_cost: float | None
     noise_exceeds_spread: bool
 
-    def message(self):
+    def message(self) -> str:
         """A warning for the user when the noise exceeds the stated spread, else ''."""
         if not self.noise_exceeds_spread:
             return ""
@@ -103,16 +103,16 @@ class RegressionAnswerPlan:
 )
 def plan_regression_answers(
     *,
-    target_range,
-    n_teachers,
-    max_queries,
-    epsilon,
-    delta,
-    aggregate="mean",
-    range_share=0.1,
-    width=None,
-    target_std=None,
-):
+    target_range: tuple[float, float],
+    n_teachers: int,
+    max_queries: int,
+    epsilon: float,
+    delta: float,
+    aggregate: str = "mean",
+    range_share: float = 0.1,
+    width: float | None = None,
+    target_std: float | None = None,
+) -> RegressionAnswerPlan:
     """Predict the noise of ``max_queries`` private regression answers.
 
     ``aggregate="mean"``: the clipped mean over ``target_range`` as
@@ -174,6 +174,8 @@ def plan_regression_answers(
         target_range=(lo, hi),
         n_teachers=n_teachers,
     ).noise_std
+    noise: float | None
+    ranks: float | None
     chosen, noise, ranks = "mean", full, None
     if aggregate == "adaptive":
         mech = AdaptiveRangeRelease.calibrate(
@@ -212,7 +214,9 @@ def plan_regression_answers(
     },
     prefer_skip_nested_validation=True,
 )
-def knowledge_transfer_shard_rows(*, n_samples, epsilon, delta):
+def knowledge_transfer_shard_rows(
+    *, n_samples: int, epsilon: float, delta: float
+) -> int:
     """Rows per teacher for a regression teacher that labels a student's rows.
 
     A student fitted on ``m`` labels, each the clipped mean of ``k = n / s``

@@ -21,6 +21,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._param_validation import Interval, StrOptions
 from .._validation import (
@@ -65,8 +66,13 @@ AGREEMENT = Interval(Real, 0.5, 1, closed="right")
     prefer_skip_nested_validation=True,
 )
 def theorem_3_11_n_estimators(
-    epsilon, delta, max_unstable, beta=0.05, n_queries=None, distance="ours"
-):
+    epsilon: float,
+    delta: float,
+    max_unstable: int,
+    beta: float = 0.05,
+    n_queries: int | None = None,
+    distance: str = "ours",
+) -> int:
     """Number of teachers k from Theorem 3.11 of Bassily et al. 2018, with our distance.
 
     Theorem 3.11 (Bassily, Thakkar, Thakurta 2018): if every query in a set
@@ -169,7 +175,9 @@ def theorem_3_11_n_estimators(
     },
     prefer_skip_nested_validation=True,
 )
-def distance_at_agreement(agreement, n_estimators):
+def distance_at_agreement(
+    agreement: float, n_estimators: ArrayLike
+) -> int | np.ndarray:
     """The distance to instability when a fraction ``agreement`` of k teachers agree.
 
     With ``top = ceil(a k)`` teachers on the majority label and the other
@@ -208,7 +216,9 @@ _CALIBRATION = [SparseVectorCalibration]
     {"distance": ["array-like", Real], "calibration": _CALIBRATION},
     prefer_skip_nested_validation=True,
 )
-def pass_probability(distance, calibration):
+def pass_probability(
+    distance: ArrayLike, calibration: SparseVectorCalibration
+) -> float | np.ndarray:
     """Probability that a query of distance ``d`` passes a fresh threshold draw.
 
     The query passes when ``d + Z_query > w + Z_threshold``, i.e.
@@ -242,7 +252,9 @@ def pass_probability(distance, calibration):
     {"calibration": _CALIBRATION, "beta": [OPEN_UNIT]},
     prefer_skip_nested_validation=True,
 )
-def min_distance_to_pass(calibration, beta=0.05):
+def min_distance_to_pass(
+    calibration: SparseVectorCalibration, beta: float = 0.05
+) -> int:
     """Smallest integer distance that passes with probability >= 1 - beta.
 
     Parameters
@@ -302,8 +314,14 @@ def _min_k_for_distance(agreement, d):
     prefer_skip_nested_validation=True,
 )
 def n_estimators_for_agreement(
-    agreement, epsilon, delta, max_unstable, *, beta=0.05, calibration="auto"
-):
+    agreement: float,
+    epsilon: float,
+    delta: float,
+    max_unstable: int,
+    *,
+    beta: float = 0.05,
+    calibration: str = "auto",
+) -> int:
     """Smallest k at which a query of teacher agreement ``a`` passes w.p. 1 - beta.
 
     Evaluates the sparse vector test exactly: the calibration gives the
@@ -358,8 +376,13 @@ def n_estimators_for_agreement(
     prefer_skip_nested_validation=True,
 )
 def n_estimators_for_agreement_by_calibration(
-    agreement, epsilon, delta, max_unstable, *, beta=0.05
-):
+    agreement: float,
+    epsilon: float,
+    delta: float,
+    max_unstable: int,
+    *,
+    beta: float = 0.05,
+) -> dict[str, int | None]:
     """:func:`n_estimators_for_agreement` under each calibration.
 
     Returns
@@ -374,7 +397,7 @@ def n_estimators_for_agreement_by_calibration(
     >>> n_estimators_for_agreement_by_calibration(0.9, 1.0, 1e-5, 100)
     {'laplace': 6187, 'gaussian': None}
     """
-    out = {}
+    out: dict[str, int | None] = {}
     candidates = sparse_vector_candidates(epsilon, delta, max_unstable)
     for name in SPARSE_VECTOR_CALIBRATIONS:
         cal = candidates[name]
@@ -396,13 +419,13 @@ def n_estimators_for_agreement_by_calibration(
     prefer_skip_nested_validation=True,
 )
 def auto_n_estimators(
-    n_samples,
-    min_samples_per_shard,
-    calibration,
+    n_samples: int,
+    min_samples_per_shard: int,
+    calibration: SparseVectorCalibration,
     *,
-    agreement=0.75,
-    beta=0.05,
-):
+    agreement: float = 0.75,
+    beta: float = 0.05,
+) -> int:
     """What the data supports, capped by need: the ``k`` for a given calibration.
 
     The data supports ``floor(n / min_samples_per_shard)`` teachers (at least

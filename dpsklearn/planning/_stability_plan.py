@@ -29,8 +29,10 @@ import functools
 import math
 from dataclasses import asdict, dataclass
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import nbinom
 
 from .._param_validation import Interval, StrOptions
@@ -104,7 +106,7 @@ class StabilityPlanRow:
     expected_answered: float
     expected_failures: float
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict (for tables)."""
         return asdict(self)
 
@@ -152,20 +154,20 @@ def _k_grid(supported):
     prefer_skip_nested_validation=True,
 )
 def plan_stability_test(
-    n_samples,
-    n_queries,
-    epsilon,
-    delta,
+    n_samples: int,
+    n_queries: int,
+    epsilon: float,
+    delta: float,
     *,
-    unstable_fraction,
-    agreement=0.75,
-    n_estimators=None,
-    max_unstable=None,
-    min_samples_per_shard=20,
-    calibration="auto",
-    fallback="abstain",
-    noisy_max_share=0.5,
-):
+    unstable_fraction: float,
+    agreement: float = 0.75,
+    n_estimators: ArrayLike | None = None,
+    max_unstable: ArrayLike | None = None,
+    min_samples_per_shard: int = 20,
+    calibration: str = "auto",
+    fallback: str = "abstain",
+    noisy_max_share: float = 0.5,
+) -> list[StabilityPlanRow]:
     """Plan ``k`` and ``T`` for the sparse vector stability test.
 
     Parameters

@@ -154,7 +154,7 @@ def fit_teachers(
     X: ArrayLike,
     y: np.ndarray,
     shards: Sequence[np.ndarray],
-    seeds: Sequence[int],
+    seeds: Sequence[int] | NDArray[np.unsignedinteger],
     *,
     n_classes: int | None = None,
     n_jobs: int | None = None,
