@@ -95,8 +95,10 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         ``epsilon = 1``, where direct answers take 10), because the
         student averages the labels' noise and so affords more noise per
         label for better teachers; ``estimator=None`` takes
-        ``make_pipeline(StandardScaler(), Ridge())`` (a penalty that does not
-        depend on the columns' units); the default
+        ``make_pipeline(StandardScaler(with_mean=False), Ridge())`` (a
+        penalty that does not depend on the columns' units; the ridge fits
+        the intercept, so no centring is needed and sparse rows stay
+        sparse); the default
         ``mechanism="adaptive_range"`` takes ``"clipped_mean"``, because
         uncertainty sampling asks about the extreme rows that a band
         released on the first round would clip. Each choice raised the
@@ -106,9 +108,10 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         ``AdaptiveRange()``) to keep it.
     student : regressor, default=None
         Any scikit-learn regressor; ``None`` means
-        ``make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3,
-        11)))``: a ridge whose penalty leave-one-out picks on the released
-        labels (post-processing, free); flexible students fit the noise.
+        ``make_pipeline(StandardScaler(with_mean=False),
+        RidgeCV(alphas=np.logspace(-2, 3, 11)))``: a ridge whose penalty
+        leave-one-out picks on the released labels (post-processing, free);
+        flexible students fit the noise.
     query_strategy : {"sequential", "uncertainty"}, default="uncertainty"
         Which public rows the teacher is asked about. ``"sequential"``: the
         first ``n_queries`` rows of ``X_public``, in order.
@@ -221,7 +224,11 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
 
     @staticmethod
     def _default_student():
-        return make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3, 11)))
+        # with_mean=False: the ridge fits the intercept, so centring changes no
+        # prediction on dense rows, and sparse rows stay sparse.
+        return make_pipeline(
+            StandardScaler(with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11))
+        )
 
     def _resolve_teacher(self, teacher, n_samples):
         """Resolve a PrivatePredictionRegressor's defaults for a student.
@@ -241,7 +248,9 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
                 )
                 resolved["n_estimators"] = max(1, n_samples // rows)
             if params["estimator"] is None:
-                resolved["estimator"] = make_pipeline(StandardScaler(), Ridge())
+                resolved["estimator"] = make_pipeline(
+                    StandardScaler(with_mean=False), Ridge()
+                )
             if isinstance(params["mechanism"], str) and (
                 params["mechanism"] == "adaptive_range"
             ):
