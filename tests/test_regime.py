@@ -358,6 +358,15 @@ def test_public_vote_counts_shapes_and_labels(synthetic):
     assert rows[0]["accuracy_of"] == "truth"
 
 
+def test_public_vote_counts_names_a_random_state_object(synthetic):
+    # The seed is used twice (query split, shards): only an integer does that.
+    X, y, _, _ = synthetic
+    with pytest.raises(ValueError, match="random_state"):
+        public_vote_counts(
+            TEACHER, X, y, n_estimators=5, random_state=np.random.RandomState(0)
+        )
+
+
 def test_private_margin_histogram_charges_and_releases(synthetic):
     X, y, X_query, _ = synthetic
     model = _fit(

@@ -426,7 +426,9 @@ def predict_regime(
         "n_estimators": [COUNT],
         "query_fraction": [OPEN_UNIT],
         "classes": ["array-like", None],
-        "random_state": ["random_state"],
+        # An integer seed: it seeds the query split and the shards
+        # separately, so a shared RandomState object would not do.
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
     },
     prefer_skip_nested_validation=True,
 )
@@ -459,6 +461,7 @@ def public_vote_counts(
     classes : array-like, optional
         The label set (default: the labels in ``y``; they are public here).
     random_state : int, optional
+        Seed of the query split and of the shards (an integer or ``None``).
 
     Returns
     -------
