@@ -43,7 +43,6 @@ from ._composition import (
     kov_log_delta,
     kov_max_epsilon0,
     kov_max_epsilon0_unchecked,
-    largest_certified,
     largest_rdp_rho,
     rdp_epsilon_of_rho,
     rho_to_epsilon,
@@ -67,7 +66,7 @@ from ._events import (
     dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
-from ._monotone import smallest_integer
+from ._monotone import largest_certified, smallest_integer
 from ._optimal_composition import (
     largest_two_kind_scale,
     two_kind_epsilon,

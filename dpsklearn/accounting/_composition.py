@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln
@@ -38,6 +37,7 @@ from .._validation import (
     validate_params,
 )
 from ._events import dp_accounting
+from ._monotone import largest_certified, largest_within, smallest_within
 
 __all__ = [
     "cks_epsilon",
@@ -50,11 +50,8 @@ __all__ = [
     "kov_log_delta",
     "kov_max_epsilon0",
     "kov_max_epsilon0_unchecked",
-    "largest_certified",
-    "largest_within",
     "rdp_epsilon_of_rho",
     "rho_to_epsilon",
-    "smallest_within",
     "zcdp_epsilon",
     "zcdp_rho",
 ]
@@ -243,36 +240,6 @@ def rdp_epsilon_of_rho(rho: float, delta: float) -> float:
     )
     accountant.compose(dpa.ZCDpEvent(rho=rho))
     return float(accountant.get_epsilon(delta))
-
-
-def largest_certified(
-    certify: Callable[[float], float], epsilon: float, rtol: float
-) -> float:
-    """Largest ``x`` with ``certify(x) <= epsilon``, from the safe side.
-
-    ``certify`` increases with ``x``; bisection on ``log x`` to relative
-    precision ``rtol``.
-
-    Examples
-    --------
-    >>> from dpsklearn.accounting import largest_certified, zcdp_epsilon
-    >>> rho = largest_certified(lambda r: zcdp_epsilon(r, 1e-5), 1.0, 1e-9)
-    >>> round(rho, 4), zcdp_epsilon(rho, 1e-5) <= 1.0
-    (0.0208, True)
-    """
-    lo = hi = 1.0
-    while certify(lo) > epsilon:
-        lo /= 4.0
-    while certify(hi) <= epsilon:
-        hi *= 4.0
-    lo = min(lo, hi / 4.0)
-    while hi / lo - 1.0 > rtol:
-        mid = math.sqrt(lo * hi)
-        if certify(mid) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def rho_to_epsilon(
@@ -543,50 +510,6 @@ def kov_max_epsilon0_unchecked(epsilon: float, delta: float, k: int) -> float:
         return kov_log_delta(e0, k, epsilon) <= log_target
 
     return largest_within(ok, lo)
-
-
-def largest_within(ok, lo, cap=1e6):
-    """Largest ``x >= lo`` with ``ok(x)``, for ``ok`` true at ``lo`` and monotone.
-
-    Doubling until ``ok`` fails (or ``x`` passes ``cap``), then bisection to
-    ``1e-13`` relative. The result always satisfies ``ok``: the inverse is
-    taken from the safe side.
-    """
-    hi = 2.0 * lo
-    while ok(hi):
-        lo, hi = hi, 2.0 * hi
-        if hi > cap:  # delta -> 1 as epsilon grows, so this is never reached
-            break
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * lo:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def smallest_within(ok, hi):
-    """Smallest ``x`` in ``[0, hi]`` with ``ok(x)``, for monotone ``ok`` true at ``hi``.
-
-    Bisection to ``1e-13`` relative. The result always satisfies ``ok``: the
-    inverse is taken from the safe side (rounded up), as :func:`largest_within`
-    rounds down.
-    """
-    if ok(0.0):
-        return 0.0
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 @validate_params(
