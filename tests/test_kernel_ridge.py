@@ -584,6 +584,38 @@ def test_model_release_is_useful_with_enough_data():
     assert mse < 0.3 * np.var(y)
 
 
+@pytest.mark.parametrize("release", ["model", "predictions"])
+def test_a_target_range_away_from_zero_is_centred(release):
+    # The same data shifted into the public range (5, 7): the fit runs on
+    # targets centred at 6, Lemma 2's M is the half-width 1 (as for y_bound=1
+    # on the unshifted data), and every answer lies in the range. Before the
+    # centring, M was max(|5|, |7|) = 7 and the uncentred model, having no
+    # intercept, predicted around 0, outside the range.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 2))
+    y = np.sin(2 * X[:, 0])
+    params = dict(
+        alpha=0.1,
+        kernel_params={"gamma": 1.0},
+        epsilon=8.0,
+        max_queries=500,
+        mechanism=OutputPerturbation(release=release, n_components=50),
+        random_state=0,
+        noise_random_state=0,
+    )
+    shifted = PrivateKernelRidge(y_bound=(5.0, 7.0), **params).fit(X, y + 6.0)
+    centred = PrivateKernelRidge(y_bound=1.0, **params).fit(X, y)
+    assert shifted.y_bound_ == 1.0 and shifted.target_range_ == (5.0, 7.0)
+    assert shifted.sensitivity_ == centred.sensitivity_
+    answers = shifted.predict(X[:400])
+    assert np.all((answers >= 5.0) & (answers <= 7.0))
+    # Same noise seed, same centred fit: the answers are the centred ones + 6.
+    np.testing.assert_allclose(answers, centred.predict(X[:400]) + 6.0, atol=1e-9)
+    # Better than the midpoint, the best constant the public range gives.
+    residual = np.mean((answers - (y[:400] + 6.0)) ** 2)
+    assert residual < 0.8 * np.mean(y[:400] ** 2)
+
+
 # --------------------------------------------------------------------------
 # Bad input: refused before any budget is spent
 # --------------------------------------------------------------------------

@@ -87,12 +87,11 @@ _FIELDS = {"value": (np.float64, ())}
 
 
 class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
-    """Differentially private kernel ridge regression (Nie and Wang 2017).
+    """Differentially private kernel ridge regression.
 
-    Fits ``f = argmin (1/n) sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the
-    reproducing kernel Hilbert space of ``kernel`` with an exact direct solver,
-    on targets clipped to ``[-y_bound, y_bound]``, and releases it through
-    its ``mechanism``.
+    Two published routes, each a ``mechanism``; targets are clipped to the
+    public range ``y_bound`` and centred at its midpoint (public), and
+    every answer lies in that range.
 
     Privacy: everything the fitted model ever releases is
     ``(epsilon, delta)``-DP with respect to replacing one training record
@@ -100,15 +99,30 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
     stated epsilon is claimed). The whole ``(epsilon, delta)`` is reserved
     from the accountant at ``fit``.
 
-    * ``OutputPerturbation(release="predictions")`` (the default): each
-      prediction is ``clip(f(x), -M, M)``
+    * ``SufficientStatistics()`` (the default; AdaSSP, Wang 2018, on random
+      Fourier features): rows are mapped through ``n_components`` random
+      Fourier features of ``kernel`` (``"rbf"`` or ``"laplacian"``; dense
+      ``X``); the Gram matrix, the moment and the Gram matrix's smallest
+      eigenvalue are released once with Gaussian noise, the regulariser is
+      set from the noisy eigenvalue (``alpha`` is not used), and the ridge
+      solved from them is published: its predictions are free, unlimited and
+      deterministic. ``docs/regression.rst``, "Sufficient-statistics
+      perturbation", gives the sensitivities and the proof.
+
+    The output perturbation of Nie and Wang (2017) fits ``f = argmin (1/n)
+    sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the reproducing kernel
+    Hilbert space of ``kernel`` with an exact direct solver, on the centred
+    targets (``|y - c| <= M``, ``M`` the range's half-width):
+
+    * ``OutputPerturbation(release="predictions")``: each
+      prediction is ``c + clip(f(x), -M, M)``
       plus grid Laplace noise with sensitivity ``min(2 kappa^2 (kappa R + M)
       / (alpha n), 2 M)``, ``R = M / sqrt(alpha)`` (Lemma 2 and Proposition 1
       of Nie and Wang 2017), at a per-query epsilon that composes
       ``max_queries`` releases to ``(epsilon, delta)``
       (:func:`~dpsklearn.mechanisms.kernel_ridge_prediction_release`).
       ``max_queries`` is part of the guarantee: rows after it are abstained on
-      (answered ``0``, the centre of ``[-M, M]``, free; marked by
+      (answered ``c``, the range's midpoint, free; marked by
       ``return_abstained``). Every ``predict`` and ``score`` row is charged.
       The fitted object keeps the (clipped) training rows ``X_fit_`` and the
       dual coefficients: it is as secret as the training data, and a pickled
@@ -178,10 +192,11 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         The per-sample regularisation ``alpha`` of the objective above. The
         non-private fit equals
         ``sklearn.kernel_ridge.KernelRidge(alpha=alpha * n_samples)``.
-    y_bound : float, default=None
-        ``M``: the public bound on ``|y|``; targets are clipped to ``[-M, M]``.
-        ``None`` infers ``max |y|`` from the private data with a
-        :class:`~dpsklearn.PrivacyLeakWarning`.
+    y_bound : float or (float, float), default=None
+        The public range of the target: a pair ``(lo, hi)``, or a bound
+        ``M`` for ``(-M, M)``. Targets are clipped to it and centred at its
+        midpoint; answers lie in it. ``None`` infers ``max |y|`` from the
+        private data with a :class:`~dpsklearn.PrivacyLeakWarning`.
     epsilon : float, default=1.0
         Total privacy budget of the fitted model.
     delta : float, default=1e-5
@@ -192,10 +207,12 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         pays for (part of the guarantee; ``None`` is refused): ``predict``
         (and ``score``) costs 1 unit per row. Ignored by ``release="model"``
         (its predictions are free).
-    mechanism : "output_perturbation" or OutputPerturbation, \
-default="output_perturbation"
-        The release and its options
-        (:class:`~dpsklearn.mechanisms.OutputPerturbation`: ``release``,
+    mechanism : {"sufficient_statistics", "output_perturbation"} or options, \
+default="sufficient_statistics"
+        The release and its options:
+        :class:`~dpsklearn.mechanisms.SufficientStatistics`
+        (``n_components``, ``shares``) or
+        :class:`~dpsklearn.mechanisms.OutputPerturbation` (``release``,
         ``n_components``, ``n_shards``). The composition that splits the
         budget over ``max_queries`` predictions is the tightest admissible
         one (recorded in ``calibration_``).
@@ -216,7 +233,10 @@ default="output_perturbation"
     Attributes
     ----------
     y_bound_ : float
-        The ``M`` used.
+        ``M``, the half-width of ``target_range_``: the bound on the centred
+        targets that the sensitivity uses.
+    target_range_ : (float, float)
+        The public range used; answers lie in it.
     x_bound_ : float or None
         The row-norm bound used (linear and poly only).
     gamma_ : float or None
@@ -240,9 +260,16 @@ default="output_perturbation"
         prediction, in units of ``y``; ``"model"``: the standard deviation of
         the Gaussian noise per weight, or the scale of the Gamma-distributed
         norm of the high-dimensional Laplace noise.
+    center_ : float
+        The midpoint of ``target_range_``, around which the targets were
+        centred (public).
     release_ : str
-        The noise of the release: ``"grid_laplace"`` (predictions),
-        ``"grid_gaussian"`` or ``"grid_high_dimensional_laplace"`` (model).
+        The release: ``"sufficient_statistics"``, ``"grid_laplace"``
+        (predictions), ``"grid_gaussian"`` or
+        ``"grid_high_dimensional_laplace"`` (model).
+    regulariser_ : float
+        ``SufficientStatistics`` only: AdaSSP's regulariser, set from the
+        noisy smallest eigenvalue (on the scale of ``Phi^T Phi``).
     privacy_mechanism_ : GridLaplaceRelease or WeightRelease
         The calibrated mechanism (public figures only).
     per_query_epsilon_ : float
@@ -258,11 +285,12 @@ default="output_perturbation"
     shard_offsets_ : ndarray of shape (n_shards,)
         ``release="predictions"`` only: where each shard's rows start in
         ``X_fit_`` (``n_shards = n_estimators_``).
-    coef_ : ndarray of shape (2 * n_components,)
-        ``release="model"`` only: the released, noisy weights (the noisy
-        mean of the shards' weights).
+    coef_ : ndarray of shape (2 * n_components,) or (2 * n_components + 1,)
+        ``SufficientStatistics`` and ``release="model"``: the released
+        weights (solved from the noisy statistics, or the noisy mean of the
+        shards' weights).
     random_frequencies_ : ndarray of shape (n_components, n_features)
-        ``release="model"`` only (data independent).
+        ``SufficientStatistics`` and ``release="model"`` (data independent).
     accountant_ : PrivacyAccountant
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -454,7 +482,13 @@ default="output_perturbation"
         n_weights = 2 * options.n_components if model else None
         # The memory guard: refused here, before any Gram matrix exists.
         n_shards = plan_shards(n_samples, options.n_shards, working_memory, n_weights)
-        y_bound = max(abs(lo), abs(hi))  # Lemma 2 reads |y| <= M
+        # Lemma 2 reads |y| <= M: the fit runs on targets centred at the
+        # public range's midpoint, so M is the half-width (hi - lo) / 2, the
+        # smallest bound the public range gives; predictions add the
+        # midpoint back (post-processing). A range (5, 10) thus costs M = 2.5,
+        # not 10, and the model has no intercept to learn.
+        center = 0.5 * (lo + hi)
+        y_bound = 0.5 * (hi - lo)
         x_bound = None
         if kernel in NORM_BOUNDED_KERNELS:
             x_bound = resolve_x_bound(self.kernel, self.kernel_params, X)
@@ -478,13 +512,13 @@ default="output_perturbation"
             else {
                 "max_queries": int(self.max_queries),
                 "on_exhausted": "abstain",
-                "fill": 0.0,
+                "fill": 0.0,  # centred: the midpoint once it is added back
             }
         )
         return FitPlan(
             mechanism,
             X,
-            np.clip(y, lo, hi),
+            np.clip(y, lo, hi) - center,
             delta=self.delta,
             training={"spec": (kernel, gamma, degree, coef0, x_bound)},
             serving=serving,
@@ -498,6 +532,7 @@ default="output_perturbation"
                 "noise_scale_": mechanism.noise_scale,
                 "y_bound_": y_bound,
                 "target_range_": (lo, hi),
+                "center_": center,
                 "x_bound_": x_bound,
                 "gamma_": gamma,
                 "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
@@ -532,7 +567,7 @@ default="output_perturbation"
             attributes={
                 "mechanism_": clone(options).set_params(n_components=n_components),
                 "target_range_": (lo, hi),
-                "y_bound_": max(abs(lo), abs(hi)),
+                "y_bound_": (hi - lo) / 2.0,  # the centred labels' bound
                 "gamma_": gamma,
                 "kappa_": 1.0,  # ||phi(x)|| <= 1
                 "n_estimators_": 1,
@@ -634,7 +669,7 @@ default="output_perturbation"
         block = query_block_rows(2 * frequencies.shape[0], self.working_memory_)
         for rows in gen_batches(X.shape[0], block):
             values[rows] = _fourier_features(X[rows], frequencies) @ self.coef_
-        return np.clip(values, -self.y_bound_, self.y_bound_)
+        return np.clip(values, -self.y_bound_, self.y_bound_) + self.center_
 
     def predict(
         self, X: ArrayLike, return_abstained: bool = False
@@ -642,7 +677,7 @@ default="output_perturbation"
         """Private predictions for ``X``.
 
         ``release="model"``: free, unlimited and deterministic (the released
-        weights applied to ``X``, clipped to ``[-y_bound_, y_bound_]``).
+        weights applied to ``X``, clipped to ``target_range_``).
         ``release="predictions"``: each row is a fresh grid Laplace release
         charged against ``max_queries``.
 
@@ -682,6 +717,7 @@ default="output_perturbation"
                 lambda v: v["value"],
                 fields=_FIELDS,
             )
+            values = values + self.center_  # post-processing
         if return_abstained:
             return values, abstained
         return values
