@@ -757,6 +757,25 @@ def test_two_rows_per_teacher_warn_before_anything_is_spent():
     assert model.n_estimators_ == 300 and _CountingTree.fits > 0
 
 
+def test_a_stability_test_that_cannot_pass_warns_before_any_teacher_is_trained():
+    # 600 rows: at most 60 teachers, so even unanimous votes (distance 29)
+    # sit far below the threshold at epsilon 1. Public numbers say so: the
+    # warning comes before the first teacher is fitted and before any spend.
+    shared = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    _CountingTree.fits = 0
+    model = SubsampleAggregateClassifier(
+        _CountingTree(), mechanism="sparse_vector", classes=[0, 1], accountant=shared
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings(
+            "error", message=".*unanimous votes", category=UserWarning
+        )
+        with pytest.raises(UserWarning, match="even unanimous votes"):
+            model.fit(X, Y)
+    assert shared.events == [] and _CountingTree.fits == 0
+
+
 # -- PrivateGridSearch and DataFrames -----------------------------------------------
 
 
