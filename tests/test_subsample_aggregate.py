@@ -423,7 +423,13 @@ def test_copies_do_not_replay_the_noise():
     ]
     decisions = [_decisions(c, queries) for c in copies]
     original = _decisions(model, queries)
-    assert 20 < original.sum() < 280  # the queries really are near the threshold
+    # The queries really are near the threshold: the runs both answer and
+    # abstain. One run's abstentions vary widely with its noise (300 unseeded
+    # runs of a copy: 5 to 221 of 300, 1st percentile 8), so the check reads
+    # all four runs: they are all 0 or all 300 together with probability
+    # below 1e-8 (each below 1e-2 on that sample).
+    everything = np.concatenate([original, *decisions])
+    assert 0 < everything.sum() < everything.size
     assert not np.array_equal(decisions[0], decisions[2])
     assert not np.array_equal(decisions[0], decisions[1])
     assert not np.array_equal(decisions[0], original)
