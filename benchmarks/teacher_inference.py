@@ -75,8 +75,8 @@ from _harness import (  # noqa: E402
 
 import dpsklearn  # noqa: E402
 from dpsklearn import (  # noqa: E402
-    BudgetExhaustedError,
     PrivatePredictionClassifier,
+    SparseVector,
     SubsampleAggregateClassifier,
 )
 from dpsklearn.datasets import load_adult  # noqa: E402
@@ -171,9 +171,7 @@ def trees(config):
         return private(
             SubsampleAggregateClassifier,
             epsilon=1e7,
-            max_unstable=50_000,
-            fallback="abstain",
-            abstain_label=-1,
+            mechanism=SparseVector(max_unstable=50_000, fallback="abstain"),
         )
 
     fit_bag, fit_ours = [], []
@@ -323,9 +321,7 @@ def halting(config):
             n_estimators=k,
             classes=[0, 1],
             epsilon=1.0,
-            max_unstable=100,
-            fallback="abstain",
-            abstain_label=-1,
+            mechanism=SparseVector(max_unstable=100, fallback="abstain"),
             random_state=0,
             noise_random_state=0,
             n_jobs=N_JOBS,
@@ -338,11 +334,9 @@ def halting(config):
     for _ in range(config["repeats"]):
         fresh = quiet(copy.deepcopy, model)
         start = time.perf_counter()
-        try:
-            quiet(fresh.predict, X_query)
-        except BudgetExhaustedError as error:
-            answered = error.n_answered
+        quiet(fresh.predict, X_query)  # abstains on every row after the halt
         predict_s.append(time.perf_counter() - start)
+        answered = fresh.budget_status().n_answered
         seconds, _ = timed(model._vote_counts, X_query)
         count_s.append(seconds)
     return {
@@ -372,7 +366,8 @@ def search(config):
             classes=classes,
             random_state=0,
             noise_random_state=0,
-            min_samples_per_shard=config["search_shard_rows"],
+            # Shards of search_shard_rows rows of a training fold.
+            n_estimators=(len(y_train) - fold_size) // config["search_shard_rows"],
             n_jobs=N_JOBS,
         )
         grid = GridSearchCV(
