@@ -39,7 +39,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from dpsklearn import BudgetExhaustedError, LedgerError, PrivacyLedger
+from dpsklearn import LedgerError, PrivacyLedger
 
 MODEL_ENV = "DPSKLEARN_SERVICE_MODEL"
 
@@ -94,23 +94,25 @@ def predict(body: Rows):
     model = app.state.model
     X = np.asarray(body.rows, dtype=float)
     try:
-        labels = model.predict(X)
-    except BudgetExhaustedError as exc:
-        # The answers already paid for in this request travel with the error.
-        paid = exc.partial_predictions
-        return JSONResponse(
-            status_code=429,
-            content={
-                "error": "privacy budget spent",
-                "n_answered": int(exc.n_answered),
-                "labels": _labels(paid[: exc.n_answered]),
-                "worker": os.getpid(),
-            },
-        )
+        labels, abstained = model.predict(X, return_abstained=True)
     except LedgerError as exc:
         return JSONResponse(
             status_code=503,
             content={"error": f"ledger unavailable ({exc.strerror})"},
+        )
+    if abstained.any():
+        # The model abstains only once max_queries is spent, on the rows after
+        # the cap: the answers already paid for in this request (the rows
+        # before it) travel with the refusal.
+        answered = ~abstained
+        return JSONResponse(
+            status_code=429,
+            content={
+                "error": "privacy budget spent",
+                "n_answered": int(answered.sum()),
+                "labels": _labels(labels[answered]),
+                "worker": os.getpid(),
+            },
         )
     return {"labels": _labels(labels), "worker": os.getpid()}
 
