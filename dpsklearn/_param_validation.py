@@ -7,10 +7,11 @@ value that meets none of the constraints raises :class:`InvalidParameterError`
 (a ``ValueError`` and a ``TypeError``) whose message names the parameter, the
 accepted values and the value given, before anything is computed or spent.
 
-scikit-learn keeps its version of this machinery private
-(``sklearn.utils._param_validation``); importing it would tie every release
-of dpsklearn to the scikit-learn releases it was tested with. This module
-depends on nothing private, so a new scikit-learn cannot break it.
+scikit-learn keeps its version of this machinery private (its
+``_param_validation`` module under ``sklearn.utils``); importing it would
+tie every release of dpsklearn to the scikit-learn releases it was tested
+with. This module depends on nothing private, so a new scikit-learn cannot
+break it.
 
 A constraint is one of:
 

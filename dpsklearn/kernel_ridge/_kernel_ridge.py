@@ -68,7 +68,7 @@ from ._kernels import (
     _kappa,
 )
 from ._random_feature_ssp import (
-    auto_n_components,
+    plan_statistics,
     predict_random_features,
     ssp_release,
     ssp_training,
@@ -476,7 +476,16 @@ default="sufficient_statistics"
         warn_if_delta_large(float(self.delta), n_samples)
         lo, hi = resolve_target_range(self.y_bound, y)
         if isinstance(options, SufficientStatistics):
-            return self._plan_statistics(options, X, y, kernel, gamma, (lo, hi))
+            return plan_statistics(
+                options,
+                X,
+                y,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                kernel=kernel,
+                gamma=gamma,
+                target_range=(lo, hi),
+            )
         working_memory = resolve_working_memory(None)
         model = options.release == "model"
         n_weights = 2 * options.n_components if model else None
@@ -536,42 +545,6 @@ default="sufficient_statistics"
                 "x_bound_": x_bound,
                 "gamma_": gamma,
                 "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
-            },
-        )
-
-    def _plan_statistics(self, options, X, y, kernel, gamma, target_range):
-        """The plan of the AdaSSP release (``docs/regression.rst``)."""
-        if sp.issparse(X):
-            raise TypeError(
-                "SufficientStatistics maps rows through random Fourier features "
-                "and needs dense X; use OutputPerturbation for sparse input."
-            )
-        n_samples = X.shape[0]
-        n_components = options.n_components
-        if n_components == "auto":
-            n_components = auto_n_components(n_samples, self.epsilon)
-        lo, hi = target_range
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            n_features=2 * int(n_components) + 1,
-            label_bound=(hi - lo) / 2.0,
-        )
-        return FitPlan(
-            mechanism,
-            X,
-            y,
-            delta=self.delta,
-            training={"statistics": (int(n_components), gamma, kernel, (lo, hi))},
-            serving={"released": True},
-            attributes={
-                "mechanism_": clone(options).set_params(n_components=n_components),
-                "target_range_": (lo, hi),
-                "y_bound_": (hi - lo) / 2.0,  # the centred labels' bound
-                "gamma_": gamma,
-                "kappa_": 1.0,  # ||phi(x)|| <= 1
-                "n_estimators_": 1,
-                "x_bound_": None,
             },
         )
 

@@ -35,12 +35,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 from scipy.linalg import blas
+from sklearn.base import clone
 from sklearn.utils import check_random_state, gen_batches
 
-from ..mechanisms import SufficientStatisticsRelease
+from .._base import FitPlan
+from ..mechanisms import SufficientStatistics, SufficientStatisticsRelease
 from ..noise import NoiseSource, make_noise_generators
 from ._kernels import _fourier_frequencies
 
@@ -48,6 +51,7 @@ __all__ = [
     "RandomFeatureModel",
     "auto_n_components",
     "fit_random_feature_ssp",
+    "plan_statistics",
     "predict_random_features",
     "random_feature_map",
     "random_feature_statistics",
@@ -329,3 +333,55 @@ def predict_random_features(X, frequencies, coef, center, target_range):
     for rows in gen_batches(X.shape[0], _chunk_rows(coef.shape[0], 64.0)):
         values[rows] = random_feature_map(X[rows], frequencies) @ coef
     return np.clip(values + center, *target_range)
+
+
+def plan_statistics(
+    options: SufficientStatistics,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float,
+    kernel: str,
+    gamma: float | None,
+    target_range: tuple[float, float],
+) -> FitPlan:
+    """The fit plan of ``PrivateKernelRidge``'s AdaSSP release.
+
+    ``docs/regression.rst``, "Sufficient-statistics perturbation": the
+    mechanism calibrated for ``2 D + 1`` features (``D`` from
+    :func:`auto_n_components` when ``"auto"``) and labels centred on the
+    public range, bounded by its half-width; the model is released at fit.
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            "SufficientStatistics maps rows through random Fourier features "
+            "and needs dense X; use OutputPerturbation for sparse input."
+        )
+    n_components = options.n_components
+    if n_components == "auto":
+        n_components = auto_n_components(X.shape[0], epsilon)
+    lo, hi = target_range
+    mechanism = options.calibrate(
+        epsilon,
+        delta,
+        n_features=2 * int(n_components) + 1,
+        label_bound=(hi - lo) / 2.0,
+    )
+    return FitPlan(
+        mechanism,
+        X,
+        y,
+        delta=delta,
+        training={"statistics": (int(n_components), gamma, kernel, (lo, hi))},
+        serving={"released": True},
+        attributes={
+            "mechanism_": clone(options).set_params(n_components=n_components),
+            "target_range_": (lo, hi),
+            "y_bound_": (hi - lo) / 2.0,  # the centred labels' bound
+            "gamma_": gamma,
+            "kappa_": 1.0,  # ||phi(x)|| <= 1
+            "n_estimators_": 1,
+            "x_bound_": None,
+        },
+    )
