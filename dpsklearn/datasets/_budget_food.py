@@ -49,8 +49,8 @@ def load_budget_food() -> Bunch:
     Examples
     --------
     >>> from dpsklearn.datasets import load_budget_food
-    >>> food = load_budget_food()  # doctest: +SKIP
-    >>> food.data.shape  # doctest: +SKIP
+    >>> food = load_budget_food()
+    >>> food.data.shape
     (23971, 10)
     """
     raw = read_rdataset("Ecdat", "BudgetFood", "load_budget_food")

@@ -145,10 +145,10 @@ def load_diamonds(
     run with the test extra alone:
 
     >>> from dpsklearn.datasets import load_diamonds
-    >>> diamonds = load_diamonds()  # doctest: +SKIP
-    >>> diamonds.data.shape  # doctest: +SKIP
+    >>> diamonds = load_diamonds()
+    >>> diamonds.data.shape
     (53940, 9)
-    >>> [round(b, 3) for b in diamonds.target_range]  # doctest: +SKIP
+    >>> [round(b, 3) for b in diamonds.target_range]
     [5.787, 9.843]
     """
     try:

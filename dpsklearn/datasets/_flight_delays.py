@@ -52,8 +52,8 @@ def load_flight_delays() -> Bunch:
     Examples
     --------
     >>> from dpsklearn.datasets import load_flight_delays
-    >>> delays = load_flight_delays()  # doctest: +SKIP
-    >>> delays.data.shape  # doctest: +SKIP
+    >>> delays = load_flight_delays()
+    >>> delays.data.shape
     (327346, 26)
     """
     raw = read_rdataset("nycflights13", "flights", "load_flight_delays")

@@ -59,8 +59,8 @@ def load_flights(*, as_frame: bool = False) -> Bunch:
     Examples
     --------
     >>> from dpsklearn.datasets import load_flights
-    >>> flights = load_flights()  # doctest: +SKIP
-    >>> flights.data.shape  # doctest: +SKIP
+    >>> flights = load_flights()
+    >>> flights.data.shape
     (327346, 26)
     """
     try:

@@ -52,8 +52,8 @@ def load_cps_wages() -> Bunch:
     Examples
     --------
     >>> from dpsklearn.datasets import load_cps_wages
-    >>> wages = load_cps_wages()  # doctest: +SKIP
-    >>> wages.data.shape  # doctest: +SKIP
+    >>> wages = load_cps_wages()
+    >>> wages.data.shape
     (28155, 12)
     """
     raw = read_rdataset("AER", "CPS1988", "load_cps_wages")
