@@ -6,7 +6,8 @@
   memory limit, one shard's exact solve, chunked evaluation;
 * :mod:`._random_feature_ssp` -- a publishable random-feature ridge released
   by perturbed sufficient statistics with an adaptive regulariser (AdaSSP,
-  Wang 2018): :func:`fit_random_feature_ssp`;
+  Wang 2018), by default after a linear stage on
+  :func:`linear_feature_map`: :func:`fit_random_feature_ssp`;
 * :mod:`._kernel_ridge` -- :class:`PrivateKernelRidge`, which releases the
   fit through a mechanism of :mod:`dpsklearn.mechanisms`.
 
@@ -20,6 +21,7 @@ from ._random_feature_ssp import (
     RandomFeatureModel,
     auto_n_components,
     fit_random_feature_ssp,
+    linear_feature_map,
     random_feature_map,
     random_feature_statistics,
     random_fourier_frequencies,
@@ -32,6 +34,7 @@ __all__ = [
     "auto_n_components",
     "fit_random_feature_ssp",
     "kernel_ridge_schedule",
+    "linear_feature_map",
     "random_feature_map",
     "random_feature_statistics",
     "random_fourier_frequencies",

@@ -70,8 +70,8 @@ from ._kernels import (
 from ._random_feature_ssp import (
     plan_statistics,
     predict_random_features,
-    ssp_release,
-    ssp_training,
+    statistics_release,
+    statistics_training,
 )
 from ._sharding import (
     ShardKernelRidge,
@@ -106,8 +106,11 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
       eigenvalue are released once with Gaussian noise, the regulariser is
       set from the noisy eigenvalue (``alpha`` is not used), and the ridge
       solved from them is published: its predictions are free, unlimited and
-      deterministic. ``docs/regression.rst``, "Sufficient-statistics
-      perturbation", gives the sensitivities and the proof.
+      deterministic. By default a linear model on the rows is released
+      first with a fifth of the budget and the random features fit its
+      residuals (``SufficientStatistics(linear_share=0.2)``).
+      ``docs/regression.rst``, "Sufficient-statistics perturbation", gives
+      the sensitivities and the proof.
 
     The output perturbation of Nie and Wang (2017) fits ``f = argmin (1/n)
     sum_i (f(x_i) - y_i)^2 + alpha ||f||_K^2`` over the reproducing kernel
@@ -270,6 +273,14 @@ default="sufficient_statistics"
     regulariser_ : float
         ``SufficientStatistics`` only: AdaSSP's regulariser, set from the
         noisy smallest eigenvalue (on the scale of ``Phi^T Phi``).
+    linear_coef_ : ndarray of shape (n_features + 1,) or None
+        ``SufficientStatistics`` with ``linear_share > 0``: the released
+        linear stage's weights on ``linear_feature_map(X, row_bound_)``
+        (the random features fit its residuals); else None.
+    linear_regulariser_ : float or None
+        The linear stage's AdaSSP regulariser.
+    row_bound_ : float or None
+        The public row-norm bound of the linear stage.
     privacy_mechanism_ : GridLaplaceRelease or WeightRelease
         The calibrated mechanism (public figures only).
     per_query_epsilon_ : float
@@ -365,6 +376,7 @@ default="sufficient_statistics"
         "sufficient_statistics": SufficientStatistics,
         "output_perturbation": OutputPerturbation,
     }
+
     def __init__(
         self,
         kernel: str = "rbf",
@@ -550,22 +562,8 @@ default="sufficient_statistics"
 
     def _train(self, plan):
         if "statistics" in plan.training:
-            n_components, gamma, kernel, target_range = plan.training["statistics"]
-            frequencies, center, statistics = ssp_training(
-                plan.X,
-                plan.y,
-                n_components=n_components,
-                gamma=gamma,
-                kernel=kernel,
-                target_range=target_range,
-                random_state=self.random_state,
-            )
             # Non-private until _release replaces it by its noisy release.
-            return {
-                "_statistics": statistics,
-                "random_frequencies_": frequencies,
-                "center_": center,
-            }
+            return statistics_training(plan, self.random_state)
         X, y, spec = plan.X, plan.y, plan.training["spec"]
         options = plan.attributes["mechanism_"]
         n_shards = plan.attributes["n_estimators_"]
@@ -599,18 +597,9 @@ default="sufficient_statistics"
         }
 
     def _release(self, plan, fitted, noise):
-        if "_statistics" in fitted:
+        if "_statistics" in fitted or "_rows" in fitted:
             # Only the weights solved from the noisy statistics leave the fit.
-            coef, regulariser = ssp_release(
-                plan.mechanism, fitted.pop("_statistics"), noise
-            )
-            fitted.update(
-                {
-                    "coef_": coef,
-                    "regulariser_": regulariser,
-                    "release_": "sufficient_statistics",
-                }
-            )
+            statistics_release(plan, fitted, noise)
             return
         if "_weights" not in fitted:
             return
@@ -674,8 +663,13 @@ default="sufficient_statistics"
         )
         if self.release_ == "sufficient_statistics":
             values = predict_random_features(
-                X, self.random_frequencies_, self.coef_, self.center_,
+                X,
+                self.random_frequencies_,
+                self.coef_,
+                self.center_,
                 self.target_range_,
+                self.linear_coef_,
+                self.row_bound_,
             )
             abstained = np.zeros(n_rows(X), dtype=bool)
         elif self.release_ != "grid_laplace":

@@ -25,6 +25,16 @@ level.
 
 :func:`fit_random_feature_ssp` is the fit (the estimator wiring is the
 estimators' own); :func:`auto_n_components` the public rule for ``D``.
+
+**Linear first** (the default of
+:class:`~dpsklearn.mechanisms.SufficientStatistics`, ``linear_share > 0``):
+a linear model on ``psi(x) = [x min(1, R / ||x||) / R, 1] / sqrt(2)``
+(``||psi(x)|| <= 1``, ``R`` the public ``row_bound``) is released first by
+AdaSSP with its share of the budget, and the random features are fitted to
+its residuals ``clip(y - clip(psi(x) theta_1, -B_y, B_y), -B_y, B_y)``, so
+both stages have one stage's sensitivities
+(:class:`~dpsklearn.mechanisms.StagedStatisticsRelease`;
+``docs/regression.rst``, "Linear first, then the kernel").
 """
 
 from __future__ import annotations
@@ -43,7 +53,11 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state, gen_batches
 
 from .._base import FitPlan
-from ..mechanisms import SufficientStatistics, SufficientStatisticsRelease
+from ..mechanisms import (
+    StagedStatisticsRelease,
+    SufficientStatistics,
+    SufficientStatisticsRelease,
+)
 from ..noise import NoiseSource, make_noise_generators
 from ._kernels import _fourier_frequencies
 
@@ -51,6 +65,7 @@ __all__ = [
     "RandomFeatureModel",
     "auto_n_components",
     "fit_random_feature_ssp",
+    "linear_feature_map",
     "plan_statistics",
     "predict_random_features",
     "random_feature_map",
@@ -58,6 +73,9 @@ __all__ = [
     "random_fourier_frequencies",
     "ssp_release",
     "ssp_training",
+    "staged_ssp_release",
+    "statistics_release",
+    "statistics_training",
 ]
 
 _MIB = 2**20
@@ -78,6 +96,91 @@ def random_feature_map(X: ArrayLike, frequencies: np.ndarray) -> NDArray[np.floa
     features[:, 2 * D] = 1.0
     features *= scale
     return features
+
+
+def linear_feature_map(X: ArrayLike, row_bound: float) -> NDArray[np.float64]:
+    """``[x min(1, R / ||x||) / R, 1] / sqrt(2)``: every row has norm at most 1.
+
+    Each row is clipped to L2 norm ``R = row_bound`` (a public constant; a
+    row-local map, so one record still moves one row), then scaled; the
+    constant column carries the intercept. Shaded by ``2**-50`` like the
+    random features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.kernel_ridge import linear_feature_map
+    >>> psi = linear_feature_map(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
+    >>> np.round(np.linalg.norm(psi, axis=1), 6).tolist()
+    [1.0, 0.790569]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1)
+    shrink = np.ones_like(norms)
+    long = norms > row_bound
+    shrink[long] = row_bound / norms[long]
+    scale = (1.0 - 2.0**-50) / math.sqrt(2.0)
+    features = np.empty((X.shape[0], X.shape[1] + 1))
+    np.multiply(X, (shrink * scale / row_bound)[:, None], out=features[:, :-1])
+    features[:, -1] = scale
+    return features
+
+
+def _linear_statistics(X, y, row_bound, working_memory=64.0):
+    """``(Psi^T Psi, Psi^T y, lambda_min)`` of the linear stage (non-private)."""
+    p = X.shape[1] + 1
+    gram, moment = np.zeros((p, p)), np.zeros(p)
+    for rows in gen_batches(X.shape[0], _chunk_rows(p, working_memory)):
+        features = linear_feature_map(X[rows], row_bound)
+        gram += features.T @ features
+        moment += features.T @ y[rows]
+    return gram, moment, float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+
+
+def _linear_values(X, coef, row_bound, label_bound, working_memory=64.0):
+    """The released linear stage's predictions, clipped to ``[-B_y, B_y]``."""
+    values = np.empty(X.shape[0])
+    for rows in gen_batches(X.shape[0], _chunk_rows(coef.shape[0], working_memory)):
+        values[rows] = linear_feature_map(X[rows], row_bound) @ coef
+    return np.clip(values, -label_bound, label_bound)
+
+
+def staged_ssp_release(
+    mechanism: StagedStatisticsRelease,
+    X: np.ndarray,
+    y: np.ndarray,
+    frequencies: np.ndarray,
+    row_bound: float,
+    noise: NoiseSource,
+) -> dict[str, object]:
+    """The linear stage, then the random features on its residuals.
+
+    ``y`` is clipped and centred (``|y| <= B_y``). Stage 1 releases AdaSSP
+    on :func:`linear_feature_map`; its released model's predictions,
+    clipped to ``[-B_y, B_y]``, are subtracted and the residuals clipped to
+    ``[-B_y, B_y]`` again, so stage 2 (AdaSSP on the random features) has a
+    single stage's sensitivities whatever stage 1 released. Only the two
+    solved weight vectors leave (post-processing of the noisy statistics).
+    """
+    linear_stage, feature_stage = mechanism.stages
+    label_bound = feature_stage.label_bound
+    linear_coef, linear_regulariser = ssp_release(
+        linear_stage, _linear_statistics(X, y, row_bound), noise
+    )
+    residual = np.clip(
+        y - _linear_values(X, linear_coef, row_bound, label_bound),
+        -label_bound,
+        label_bound,
+    )
+    gram, moment = random_feature_statistics(X, residual, frequencies)
+    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    coef, regulariser = ssp_release(feature_stage, (gram, moment, lambda_min), noise)
+    return {
+        "coef_": coef,
+        "regulariser_": regulariser,
+        "linear_coef_": linear_coef,
+        "linear_regulariser_": linear_regulariser,
+    }
 
 
 def random_fourier_frequencies(
@@ -210,11 +313,13 @@ def fit_random_feature_ssp(
     working_memory: float = 64.0,
     mechanism: SufficientStatisticsRelease | None = None,
 ) -> RandomFeatureModel:
-    """Fit and release a random-feature ridge model by AdaSSP (a prototype path).
+    """Fit and release a random-feature ridge model by AdaSSP, in one stage.
 
-    The estimators' wiring validates inputs and reserves the budget with an
-    accountant first; this function is the fit itself, for benchmarks and
-    for that wiring.
+    The random features alone (``SufficientStatistics(linear_share=0)``):
+    ``PrivateKernelRidge`` validates inputs, reserves the budget with an
+    accountant and, by default, releases a linear stage first
+    (:func:`staged_ssp_release`); this function is the single-stage fit on
+    its own, for benchmarks and experiments.
 
     Parameters
     ----------
@@ -327,11 +432,31 @@ def ssp_release(mechanism, statistics, noise):
     return mechanism.solve(released)
 
 
-def predict_random_features(X, frequencies, coef, center, target_range):
-    """``phi(X) @ coef + center``, clipped to ``target_range``, in chunks."""
+def predict_random_features(
+    X: ArrayLike,
+    frequencies: np.ndarray,
+    coef: np.ndarray,
+    center: float,
+    target_range: tuple[float, float],
+    linear_coef: np.ndarray | None = None,
+    row_bound: float | None = None,
+) -> NDArray[np.float64]:
+    """``phi(X) @ coef + center``, clipped to ``target_range``, in chunks.
+
+    With a linear stage, its clipped predictions are added first (the model
+    the residuals were fitted to). Sparse query rows are made dense (the
+    model was fitted on dense rows).
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X).toarray()
+    X = np.asarray(X, dtype=np.float64)
     values = np.empty(X.shape[0])
     for rows in gen_batches(X.shape[0], _chunk_rows(coef.shape[0], 64.0)):
         values[rows] = random_feature_map(X[rows], frequencies) @ coef
+    if linear_coef is not None:
+        lo, hi = target_range
+        bound = float(row_bound)  # type: ignore[arg-type]  # set with linear_coef
+        values += _linear_values(X, linear_coef, bound, (hi - lo) / 2.0)
     return np.clip(values + center, *target_range)
 
 
@@ -362,21 +487,37 @@ def plan_statistics(
     if n_components == "auto":
         n_components = auto_n_components(X.shape[0], epsilon)
     lo, hi = target_range
+    staged = options.linear_share > 0
+    row_bound = None
+    if staged:
+        row_bound = options.row_bound
+        if row_bound == "auto":
+            # Columns mapped by public bounds to unit variance lie in
+            # [-sqrt(3), sqrt(3)]: no such row is longer than sqrt(3 d).
+            row_bound = math.sqrt(3.0 * X.shape[1])
+        row_bound = float(row_bound)
     mechanism = options.calibrate(
         epsilon,
         delta,
         n_features=2 * int(n_components) + 1,
         label_bound=(hi - lo) / 2.0,
+        n_linear_features=X.shape[1] + 1 if staged else None,
     )
     return FitPlan(
         mechanism,
         X,
         y,
         delta=delta,
-        training={"statistics": (int(n_components), gamma, kernel, (lo, hi))},
+        training={
+            "statistics": (int(n_components), gamma, kernel, (lo, hi)),
+            "row_bound": row_bound,
+        },
         serving={"released": True},
         attributes={
-            "mechanism_": clone(options).set_params(n_components=n_components),
+            "row_bound_": row_bound,
+            "mechanism_": clone(options).set_params(
+                n_components=n_components, row_bound=row_bound or options.row_bound
+            ),
             "target_range_": (lo, hi),
             "y_bound_": (hi - lo) / 2.0,  # the centred labels' bound
             "gamma_": gamma,
@@ -385,3 +526,71 @@ def plan_statistics(
             "x_bound_": None,
         },
     )
+
+
+def statistics_training(
+    plan: FitPlan, random_state: int | np.random.RandomState | None
+) -> dict[str, object]:
+    """``PrivateKernelRidge``'s train step for :class:`SufficientStatistics`.
+
+    Public frequencies and centre, and what :func:`statistics_release`
+    needs: the exact statistics (one stage), or the clipped, centred rows
+    (two stages: the second stage's labels wait for the first release).
+    Nothing here leaves the fit.
+    """
+    n_components, gamma, kernel, target_range = plan.training["statistics"]
+    if plan.training["row_bound"] is None:
+        frequencies, center, statistics = ssp_training(
+            plan.X,
+            plan.y,
+            n_components=n_components,
+            gamma=gamma,
+            kernel=kernel,
+            target_range=target_range,
+            random_state=random_state,
+        )
+        return {
+            "_statistics": statistics,
+            "random_frequencies_": frequencies,
+            "center_": center,
+        }
+    lo, hi = target_range
+    center = (lo + hi) / 2.0
+    frequencies = random_fourier_frequencies(
+        plan.X.shape[1],
+        n_components,
+        gamma=gamma,
+        kernel=kernel,
+        random_state=random_state,
+    )
+    rows = (plan.X, np.clip(np.asarray(plan.y, dtype=np.float64), lo, hi) - center)
+    return {"_rows": rows, "random_frequencies_": frequencies, "center_": center}
+
+
+def statistics_release(plan: FitPlan, fitted: dict, noise: NoiseSource) -> None:
+    """Replace the private parts of ``fitted`` by the released weights."""
+    if "_rows" in fitted:
+        X, y = fitted.pop("_rows")
+        fitted.update(
+            staged_ssp_release(
+                plan.mechanism,
+                X,
+                y,
+                fitted["random_frequencies_"],
+                plan.training["row_bound"],
+                noise,
+            )
+        )
+    else:
+        coef, regulariser = ssp_release(
+            plan.mechanism, fitted.pop("_statistics"), noise
+        )
+        fitted.update(
+            {
+                "coef_": coef,
+                "regulariser_": regulariser,
+                "linear_coef_": None,
+                "linear_regulariser_": None,
+            }
+        )
+    fitted["release_"] = "sufficient_statistics"

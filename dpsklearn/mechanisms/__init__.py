@@ -27,6 +27,8 @@ them. The mathematics of each is in ``docs/design.rst``.
   mean or an exponential-mechanism median.
 * :class:`SufficientStatisticsRelease` -- ridge by perturbed sufficient
   statistics with an adaptive regulariser (AdaSSP, Wang 2018), once.
+* :class:`StagedStatisticsRelease` -- AdaSSP in stages on one budget (a
+  linear model, then random features on its residuals), once.
 * :class:`WeightRelease` -- a weight vector, once
   (``PrivateKernelRidge(release="model")``).
 * :class:`ExponentialSelection` -- one hypothesis, once
@@ -126,6 +128,7 @@ from ._sparse_vector_calibration import (
 )
 from ._sparse_vector_tails import noise_quantiles, noise_survival
 from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
+from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import (
     NoisyStatistics,
     SufficientStatisticsRelease,
@@ -149,6 +152,7 @@ __all__ = [
     "range_tilt",
     "rank_error",
     "NoisyStatistics",
+    "StagedStatisticsRelease",
     "SufficientStatisticsRelease",
     "gram_sensitivity",
     "moment_sensitivity",

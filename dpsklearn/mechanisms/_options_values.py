@@ -18,6 +18,7 @@ from ._kernel_ridge import (
 )
 from ._options import _NOISE, MechanismOptions
 from ._per_query import GridLaplaceRelease
+from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import DEFAULT_SHARES, SufficientStatisticsRelease
 
 __all__ = [
@@ -104,6 +105,7 @@ class ClippedMean(MechanismOptions):
             n_teachers=n_teachers,
             calibration="gaussian" if self.noise == "gaussian" else "auto",
         )
+
 
 class AdaptiveRange(MechanismOptions):
     """The teachers' mean clipped to a privately estimated range, per query.
@@ -192,6 +194,7 @@ class AdaptiveRange(MechanismOptions):
             aggregate=self.aggregate,
             quantiles=tuple(self.quantiles),
         )
+
 
 class OutputPerturbation(MechanismOptions):
     """Output perturbation of kernel ridge regression (Nie and Wang 2017).
@@ -299,6 +302,7 @@ class OutputPerturbation(MechanismOptions):
             n_shards=n_shards,
         )
 
+
 class SufficientStatistics(MechanismOptions):
     """A random-feature ridge model released by perturbed sufficient statistics.
 
@@ -309,26 +313,43 @@ class SufficientStatistics(MechanismOptions):
     ``Phi^T Phi``, the moment ``Phi^T y`` and the Gram matrix's smallest
     eigenvalue are released with Gaussian noise (replace-one sensitivities,
     ``docs/regression.rst``, "Sufficient-statistics perturbation"), and the
-    regulariser is set from the noisy eigenvalue. The released model is
-    published: its predictions are free. Needs ``delta > 0``.
-    :class:`SufficientStatisticsRelease`.
+    regulariser is set from the noisy eigenvalue. By default a linear model
+    on the rows (norm-clipped to ``row_bound``) is released first with
+    ``linear_share`` of the budget, and the random features fit its
+    residuals (``docs/regression.rst``, "Linear first, then the kernel").
+    The released model is published: its predictions are free. Needs
+    ``delta > 0``. :class:`SufficientStatisticsRelease`,
+    :class:`StagedStatisticsRelease`.
 
     Parameters
     ----------
     n_components : int or "auto", default="auto"
         ``D``, the random frequencies; ``"auto"``: ``clip(2.5 sqrt(n
         epsilon), 50, 800)`` (public numbers; ``auto_n_components``).
+    linear_share : float in [0, 1), default=0.2
+        Share of the budget of the linear first stage; ``0``: random
+        features only (the single-stage AdaSSP).
+    row_bound : float or "auto", default="auto"
+        The public bound to which each row's L2 norm is clipped for the
+        linear stage; ``"auto"``: ``sqrt(3 n_features)``, the largest norm of
+        a row whose columns were scaled to unit variance by their public
+        bounds, as the random features' ``gamma = 1 / n_features`` already
+        asks.
     shares : (float, float, float), default=(0.5, 0.48, 0.02)
-        Shares of the budget of the Gram matrix, the moment and the
+        Shares of each stage's budget of the Gram matrix, the moment and the
         smallest eigenvalue.
 
     Examples
     --------
     >>> from dpsklearn.mechanisms import SufficientStatistics
-    >>> release = SufficientStatistics().calibrate(
+    >>> release = SufficientStatistics(linear_share=0).calibrate(
     ...     1.0, 1e-5, n_features=101, label_bound=15.0)
     >>> release.n_features, release.label_bound
     (101, 15.0)
+    >>> staged = SufficientStatistics().calibrate(
+    ...     1.0, 1e-5, n_features=101, label_bound=15.0, n_linear_features=9)
+    >>> [stage.n_features for stage in staged.stages], staged.stage_shares
+    ([9, 101], (0.2, 0.8))
     """
 
     shorthand = "sufficient_statistics"
@@ -338,15 +359,24 @@ class SufficientStatistics(MechanismOptions):
             Interval(Integral, 1, None, closed="left"),
             StrOptions({"auto"}),
         ],
+        "linear_share": [Interval(Real, 0, 1, closed="left")],
+        "row_bound": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
         "shares": ["array-like"],
     }
 
     def __init__(
         self,
         n_components: int | str = "auto",
+        linear_share: float = 0.2,
+        row_bound: float | str = "auto",
         shares: tuple[float, float, float] = DEFAULT_SHARES,
     ) -> None:
         self.n_components = n_components
+        self.linear_share = linear_share
+        self.row_bound = row_bound
         self.shares = shares
 
     abstains = False
@@ -363,13 +393,29 @@ class SufficientStatistics(MechanismOptions):
         *,
         n_features: int,
         label_bound: float,
+        n_linear_features: int | None = None,
         **public: Any,
-    ) -> SufficientStatisticsRelease:
-        """The calibrated three releases for ``n_features`` features (``2 D + 1``)."""
+    ) -> SufficientStatisticsRelease | StagedStatisticsRelease:
+        """The calibrated releases for ``n_features`` random features (``2 D + 1``).
+
+        With ``linear_share > 0`` and ``n_linear_features`` given (``d + 1``),
+        two stages: the linear one, then the random features.
+        """
         if not delta > 0:
             raise ValueError(
                 "SufficientStatistics releases Gaussian noise and needs delta > 0; "
                 "use OutputPerturbation(release='model') for a pure guarantee."
+            )
+        if self.linear_share > 0 and n_linear_features is not None:
+            share = float(self.linear_share)
+            return StagedStatisticsRelease.calibrate(
+                epsilon,
+                delta,
+                n_features=(int(n_linear_features), int(n_features)),
+                feature_bound=1.0,
+                label_bound=float(label_bound),
+                stage_shares=(share, 1.0 - share),
+                shares=tuple(self.shares),
             )
         return SufficientStatisticsRelease.calibrate(
             epsilon,

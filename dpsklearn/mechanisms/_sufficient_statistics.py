@@ -302,11 +302,18 @@ class SufficientStatisticsRelease(Mechanism):
 
     def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         total = sum(e.rho for e in self._gaussian_events(None))
+        return self.epsilon_of_rho(total), self.delta
+
+    def epsilon_of_rho(self, rho: float) -> float:
+        """``epsilon`` at ``delta`` of Gaussian releases totalling ``rho``.
+
+        Under this calibration's conversion (exact Gaussian DP, zCDP, or RDP).
+        """
         if self.conversion == "gdp":
-            return _gdp_epsilon(math.sqrt(2.0 * total), self.delta), self.delta
+            return _gdp_epsilon(math.sqrt(2.0 * rho), self.delta)
         if self.conversion == "zcdp":
-            return zcdp_epsilon(total, self.delta), self.delta
-        return rdp_epsilon_of_rho(total, self.delta), self.delta
+            return zcdp_epsilon(rho, self.delta)
+        return rdp_epsilon_of_rho(rho, self.delta)
 
     # -- the release and its post-processing ---------------------------------
     def release(
