@@ -10,12 +10,13 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import make_regression
 from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, SplineTransformer, StandardScaler
 
 from dpsklearn import (
     KnowledgeTransferRegressor,
@@ -278,11 +279,40 @@ def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
     assert used["mechanism"] == "clipped_mean"
     # The user's teacher object is untouched (it was cloned).
     assert teacher.n_estimators == "auto" and teacher.estimator is None
-    # The default student: a scaled ridge whose penalty leave-one-out picks.
-    assert [type(step) for step in kt.student_] == [StandardScaler, RidgeCV]
+    # The default student on dense rows: columns clipped to the public rows'
+    # span (a two-knot linear spline), scaled, a ridge whose penalty
+    # leave-one-out picks.
+    steps = [type(step) for step in kt.student_]
+    assert steps == [SplineTransformer, StandardScaler, RidgeCV]
     # Uncertainty sampling asks the teacher's max_queries (1,000) rows.
     assert kt.n_public_labelled_ == min(1000, len(X_public))
     assert kt.score(X_test, y_test) > 0.9
+
+
+def test_default_student_answers_rows_outside_the_public_span_at_its_edge(data):
+    # A query row far outside every public row (a data-entry error) is
+    # answered as the row clipped to the public rows' span, where a linear
+    # student would extrapolate.
+    X, y, X_public, X_test, _ = data
+    teacher = PrivatePredictionRegressor(
+        target_range=(-300, 300), epsilon=2.0, random_state=0, noise_random_state=0
+    )
+    kt = KnowledgeTransferRegressor(teacher, random_state=0).fit(
+        X, y, X_public=X_public
+    )
+    far = X_test[:5].copy()
+    far[:, 0] = X_public[:, 0].max() + 1e3
+    edge = X_test[:5].copy()
+    edge[:, 0] = X_public[:, 0].max()
+    assert np.allclose(kt.predict(far), kt.predict(edge))
+    # Sparse public rows keep the sparse-friendly default; an explicit
+    # student is used as given.
+    sparse_kt = KnowledgeTransferRegressor(clone(teacher), random_state=0).fit(
+        sp.csr_matrix(X), y, X_public=sp.csr_matrix(X_public)
+    )
+    assert [type(step) for step in sparse_kt.student_] == [StandardScaler, RidgeCV]
+    explicit = KnowledgeTransferRegressor(clone(teacher), Ridge(), random_state=0)
+    assert isinstance(explicit.fit(X, y, X_public=X_public).student_, Ridge)
 
 
 def test_explicit_teacher_parameters_are_kept(data):

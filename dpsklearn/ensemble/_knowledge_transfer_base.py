@@ -71,6 +71,10 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         # Fitted means a completed fit (a failed one may have set n_features_in_).
         return hasattr(self, "student_")
 
+    def _resolve_student(self, student, X_public):
+        """The student to fit, knowing the public rows (public); as given here."""
+        return student
+
     def _teacher(self):
         return self._default_teacher() if self.teacher is None else self.teacher
 
@@ -210,6 +214,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         X, y = self._validate_training(X, y, teacher)
         teacher = self._resolve_teacher(teacher, n_rows(X))
         X_public = self._validate_public(X_public, teacher, student)
+        student = self._resolve_student(student, X_public)
 
         n_public = n_rows(X_public)
         n_queries = self._resolve_n_queries(teacher, n_public)

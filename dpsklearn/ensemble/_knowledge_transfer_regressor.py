@@ -32,10 +32,11 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import RegressorMixin, clone, is_regressor
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import SplineTransformer, StandardScaler
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import Interval
@@ -107,11 +108,16 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         integer, an estimator, a mechanism object such as
         ``AdaptiveRange()``) to keep it.
     student : regressor, default=None
-        Any scikit-learn regressor; ``None`` means
-        ``make_pipeline(StandardScaler(with_mean=False),
-        RidgeCV(alphas=np.logspace(-2, 3, 11)))``: a ridge whose penalty
-        leave-one-out picks on the released labels (post-processing, free);
-        flexible students fit the noise.
+        Any scikit-learn regressor; ``None`` means a ridge whose penalty
+        leave-one-out picks on the released labels (post-processing, free;
+        flexible students fit the noise), on columns clipped to the span of
+        the public rows when they are dense numbers:
+        ``make_pipeline(SplineTransformer(degree=1, n_knots=2,
+        extrapolation="constant"), StandardScaler(),
+        RidgeCV(alphas=np.logspace(-2, 3, 11)))`` (a query row outside that
+        span, such as a data-entry error, is answered as at its edge instead
+        of extrapolated), else ``make_pipeline(StandardScaler(
+        with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11)))``.
     query_strategy : {"sequential", "uncertainty"}, default="uncertainty"
         Which public rows the teacher is asked about. ``"sequential"``: the
         first ``n_queries`` rows of ``X_public``, in order.
@@ -228,6 +234,30 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         # prediction on dense rows, and sparse rows stay sparse.
         return make_pipeline(
             StandardScaler(with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11))
+        )
+
+    def _resolve_student(self, student, X_public):
+        """Dense numeric public rows: the default student clips to their span.
+
+        A linear student extrapolates: one query row with a data-entry error
+        (a diamond 31.8 mm deep) is answered far outside anything the labels
+        showed. A degree-1 spline with two knots at each column's public
+        minimum and maximum and constant extrapolation is that column clipped
+        to the public rows' span, then an affine map (``docs/regression.rst``,
+        "Knowledge-transfer defaults"). The span is a property of the public
+        rows, so this is post-processing. Sparse or non-numeric rows keep
+        :meth:`_default_student` (SplineTransformer needs dense numbers).
+        """
+        if self.student is not None or sp.issparse(X_public):
+            return student
+        try:
+            np.asarray(X_public, dtype=np.float64)
+        except (TypeError, ValueError):  # strings: a pipeline of the user's
+            return student
+        return make_pipeline(
+            SplineTransformer(degree=1, n_knots=2, extrapolation="constant"),
+            StandardScaler(),
+            RidgeCV(alphas=np.logspace(-2, 3, 11)),
         )
 
     def _resolve_teacher(self, teacher, n_samples):
