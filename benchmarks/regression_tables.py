@@ -56,10 +56,11 @@ its **defaults**, given only the public range):
   (post-processing, as every dpsklearn row does).
 
 Nothing was tuned on the test rows, which were looked at once. The
-defaults were chosen on validation rows: the knowledge-transfer defaults on
-diamonds (``--kt-sweep`` reruns the evidence, and checks them against the
-previous defaults on the validation rows of the four other tables); the
-other estimators' defaults as their docs say.
+defaults were chosen on validation rows (``benchmarks/regression_sweeps.py``
+reruns the evidence: the knowledge-transfer defaults on diamonds, checked
+against the previous defaults on the validation rows of the four other
+tables; ``PrivateKernelRidge``'s linear stage); the other estimators'
+defaults as their docs say.
 
 **Kernel ridge at scale** (``--scale``, part of the full run): 100,000
 Friedman #1 rows at ``epsilon = 1``: ``PrivateKernelRidge`` with its
@@ -71,7 +72,7 @@ epsilon, one noise draw, no peer, no scale run.
 
 Usage::
 
-    python benchmarks/regression_tables.py [--quick | --kt-sweep]
+    python benchmarks/regression_tables.py [--quick]
         [--out docs/benchmarks] [--peer-python PATH]
 """
 
@@ -114,7 +115,7 @@ from dpsklearn.kernel_ridge import (  # noqa: E402
     random_feature_map,
     random_feature_statistics,
 )
-from dpsklearn.mechanisms import AdaptiveRange, OutputPerturbation  # noqa: E402
+from dpsklearn.mechanisms import OutputPerturbation  # noqa: E402
 from dpsklearn.planning import knowledge_transfer_shard_rows  # noqa: E402
 from dpsklearn.teachers import teacher_outputs  # noqa: E402
 
@@ -490,159 +491,6 @@ def peer_rows(table, settings, peer_python):
     )
 
 
-# -- the knowledge-transfer evidence (validation rows only) -----------------------
-KT_SWEEP = {
-    "epsilons": (0.5, 1.0, 2.0, 8.0),
-    "rows_per_teacher": (20, 30, 40, 60, 90, 150),
-    "quarter_rows_per_teacher": (10, 15, 20, 30, 45),
-    "draws": 2,
-}
-
-
-def kt_validation(table, epsilon, teacher=None, **params):
-    """Validation R^2 of a KnowledgeTransferRegressor, mean over the draws.
-
-    ``teacher``: extra parameters of the PrivatePredictionRegressor teacher
-    (its public range and budget are always given); the rest are the
-    student's parameters. Defaults everywhere else.
-    """
-    scores = []
-    for draw in range(KT_SWEEP["draws"]):
-        model = KnowledgeTransferRegressor(
-            PrivatePredictionRegressor(
-                target_range=table.target_range,
-                epsilon=epsilon,
-                random_state=0,
-                noise_random_state=100 + draw,
-                **(teacher or {}),
-            ),
-            random_state=draw,
-            **params,
-        ).fit(table.X_train, table.y_train, X_public=table.X_public)
-        scores.append(r2_score(table.y_val, model.predict(table.X_val)))
-    return float(np.mean(scores))
-
-
-def previous_defaults(table):
-    """The defaults before this change: sequential queries, a Ridge student,
-    the teacher as PrivatePredictionRegressor resolves itself."""
-    return {
-        "teacher": {
-            "estimator": Ridge(),
-            "n_estimators": table.X_train.shape[0] // 10,
-            "mechanism": AdaptiveRange(),
-        },
-        "student": Ridge(),
-        "query_strategy": "sequential",
-    }
-
-
-def kt_sweep():
-    """The evidence for KnowledgeTransferRegressor's defaults (docs/regression.rst)."""
-    rows = []
-
-    def add(part, table, epsilon, what, **kwargs):
-        value = kt_validation(table, epsilon, **kwargs)
-        rows.append(
-            {
-                "part": part,
-                "table": table.name,
-                "epsilon": epsilon,
-                "what": what,
-                "val_r2": value,
-            }
-        )
-        print(f"  kt sweep {rows[-1]}", file=sys.stderr)
-
-    diamonds = load_table("diamonds")
-    n = diamonds.X_train.shape[0]
-    resolved = {
-        "estimator": make_pipeline(StandardScaler(), Ridge()),
-        "mechanism": "clipped_mean",
-    }
-    for epsilon in KT_SWEEP["epsilons"]:
-        rule = knowledge_transfer_shard_rows(n_samples=n, epsilon=epsilon, delta=DELTA)
-        for per in KT_SWEEP["rows_per_teacher"]:
-            add(
-                "shard rows, diamonds",
-                diamonds,
-                epsilon,
-                f"{per} rows per teacher (rule: {rule})",
-                teacher={**resolved, "n_estimators": n // per},
-            )
-    quarter = load_table("diamonds")
-    quarter.name = "diamonds, first quarter of the rows"
-    quarter.X_train, quarter.y_train = (
-        diamonds.X_train[: n // 4],
-        diamonds.y_train[: n // 4],
-    )
-    for epsilon in (1.0, 8.0):
-        rule = knowledge_transfer_shard_rows(
-            n_samples=n // 4, epsilon=epsilon, delta=DELTA
-        )
-        for per in KT_SWEEP["quarter_rows_per_teacher"]:
-            add(
-                "shard rows, diamonds",
-                quarter,
-                epsilon,
-                f"{per} rows per teacher (rule: {rule})",
-                teacher={**resolved, "n_estimators": (n // 4) // per},
-            )
-    old = previous_defaults(diamonds)
-    add("ablation, diamonds", diamonds, 1.0, "defaults")
-    add(
-        "ablation, diamonds",
-        diamonds,
-        1.0,
-        "teacher estimator Ridge()",
-        teacher={"estimator": Ridge()},
-    )
-    add(
-        "ablation, diamonds",
-        diamonds,
-        1.0,
-        "teacher mechanism AdaptiveRange()",
-        teacher={"mechanism": AdaptiveRange()},
-    )
-    add(
-        "ablation, diamonds",
-        diamonds,
-        1.0,
-        "teacher k = rows / 10",
-        teacher={"n_estimators": n // 10},
-    )
-    add(
-        "ablation, diamonds",
-        diamonds,
-        1.0,
-        "query_strategy='sequential'",
-        query_strategy="sequential",
-    )
-    add("ablation, diamonds", diamonds, 1.0, "student Ridge()", student=Ridge())
-    add("ablation, diamonds", diamonds, 1.0, "previous defaults", **old)
-    for name in ("flights", "wages", "food", "friedman1"):
-        table = load_table(name)
-        for epsilon in KT_SWEEP["epsilons"]:
-            add("other tables", table, epsilon, "defaults")
-            add(
-                "other tables",
-                table,
-                epsilon,
-                "previous defaults",
-                **previous_defaults(table),
-            )
-    return rows
-
-
-KT_SWEEP_COLUMNS = [
-    ("part", "part", "", "l"),
-    ("table", "table", "", "l"),
-    ("epsilon", "epsilon", "g", "r"),
-    ("configuration", "what", "", "l"),
-    ("validation R^2", "val_r2", ".4f", "r"),
-]
-
-
 # -- kernel ridge at scale ----------------------------------------------------
 def scale_run():
     """100,000 Friedman #1 rows: PrivateKernelRidge against a non-private Ridge."""
@@ -813,11 +661,6 @@ def render(payload, quick):
 
 def _arguments(parser):
     parser.add_argument(
-        "--kt-sweep",
-        action="store_true",
-        help="only the knowledge-transfer evidence on validation rows",
-    )
-    parser.add_argument(
         "--peer-python",
         default=DEFAULT_PEER,
         help="interpreter with diffprivlib (its own scikit-learn)",
@@ -834,37 +677,6 @@ def main(argv=None):
     warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
     warnings.filterwarnings("ignore", message="delta=.*1/n_samples")
     warnings.filterwarnings("ignore", message=".*each private answer carries noise")
-    if args.kt_sweep:
-        start = time.perf_counter()
-        rows = kt_sweep()
-        stem = args.out / "regression_tables_kt_sweep"
-        payload = {"results": rows, "environment": environment()}
-        write_json(stem.with_suffix(".json"), payload)
-        write_markdown(
-            stem.with_suffix(".md"),
-            [
-                "# Knowledge-transfer defaults: the evidence (validation rows)",
-                "",
-                f"`{command('regression_tables.py', '--kt-sweep')}`; "
-                f"{(time.perf_counter() - start) / 60:.1f} min. "
-                "`KnowledgeTransferRegressor(PrivatePredictionRegressor("
-                "target_range=..., epsilon=...))` with its defaults except what "
-                "the row says; R^2 on the 2,000 **validation** rows (never the "
-                f"test rows), mean of {KT_SWEEP['draws']} noise draws (tuning on "
-                "private rows is outside the guarantee). 'shard rows': teachers "
-                "as the defaults resolve them (StandardScaler + Ridge, the clipped "
-                "mean) with the shard size the row gives, against the rule "
-                "`knowledge_transfer_shard_rows`; 'ablation': one default "
-                "reverted at a time; 'previous defaults': sequential queries, a "
-                "Ridge student, the teacher as PrivatePredictionRegressor "
-                "resolves itself (Ridge, rows / 10, the adaptive range); 'other "
-                "tables': tables the defaults were not chosen on.",
-                "",
-                *markdown_table(rows, KT_SWEEP_COLUMNS),
-                "",
-            ],
-        )
-        return
     settings = QUICK if args.quick else FULL
     stem = "regression_tables_quick" if args.quick else "regression_tables"
     payload = {"results": [], "notes": [], "seconds": 0.0}
