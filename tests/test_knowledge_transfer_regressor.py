@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import make_regression
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -283,7 +284,13 @@ def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
     # span (a two-knot linear spline), scaled, a ridge whose penalty
     # leave-one-out picks.
     steps = [type(step) for step in kt.student_]
-    assert steps == [SplineTransformer, StandardScaler, RidgeCV]
+    assert steps == [FrozenEstimator, StandardScaler, RidgeCV]
+    spline = kt.student_[0].estimator
+    assert isinstance(spline, SplineTransformer)
+    # The span is every public row's, not only the labelled rows'.
+    assert np.allclose(
+        spline.bsplines_[0].t[1:-1], [X_public[:, 0].min(), X_public[:, 0].max()]
+    )
     # Uncertainty sampling asks the teacher's max_queries (1,000) rows.
     assert kt.n_public_labelled_ == min(1000, len(X_public))
     assert kt.score(X_test, y_test) > 0.9

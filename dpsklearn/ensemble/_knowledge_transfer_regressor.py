@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, clone, is_regressor
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import SplineTransformer, StandardScaler
@@ -112,11 +113,13 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         leave-one-out picks on the released labels (post-processing, free;
         flexible students fit the noise), on columns clipped to the span of
         the public rows when they are dense numbers:
-        ``make_pipeline(SplineTransformer(degree=1, n_knots=2,
-        extrapolation="constant"), StandardScaler(),
-        RidgeCV(alphas=np.logspace(-2, 3, 11)))`` (a query row outside that
-        span, such as a data-entry error, is answered as at its edge instead
-        of extrapolated), else ``make_pipeline(StandardScaler(
+        ``make_pipeline(FrozenEstimator(SplineTransformer(degree=1,
+        n_knots=2, extrapolation="constant", include_bias=False).fit(
+        X_public)), StandardScaler(), RidgeCV(alphas=np.logspace(-2, 3,
+        11)))`` (inside that span the same
+        predictions as the scaled ridge; a query row outside it, such as a
+        data-entry error, is answered as at its edge instead of
+        extrapolated), else ``make_pipeline(StandardScaler(
         with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11)))``.
     query_strategy : {"sequential", "uncertainty"}, default="uncertainty"
         Which public rows the teacher is asked about. ``"sequential"``: the
@@ -241,12 +244,15 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
 
         A linear student extrapolates: one query row with a data-entry error
         (a diamond 31.8 mm deep) is answered far outside anything the labels
-        showed. A degree-1 spline with two knots at each column's public
-        minimum and maximum and constant extrapolation is that column clipped
-        to the public rows' span, then an affine map (``docs/regression.rst``,
-        "Knowledge-transfer defaults"). The span is a property of the public
-        rows, so this is post-processing. Sparse or non-numeric rows keep
-        :meth:`_default_student` (SplineTransformer needs dense numbers).
+        showed. One degree-1 B-spline per column (two knots, at the column's
+        public minimum and maximum; the other basis function dropped) with
+        constant extrapolation is that column clipped to the public rows'
+        span, then an affine map: inside the span the student's predictions
+        are those of the scaled ridge, outside they stop at the edge
+        (``docs/regression.rst``, "Knowledge-transfer defaults"). The span is
+        a property of the public rows, so this is post-processing. Sparse or
+        non-numeric rows keep :meth:`_default_student` (SplineTransformer
+        needs dense numbers).
         """
         if self.student is not None or sp.issparse(X_public):
             return student
@@ -254,8 +260,13 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
             np.asarray(X_public, dtype=np.float64)
         except (TypeError, ValueError):  # strings: a pipeline of the user's
             return student
+        # Fitted once on every public row and frozen: the span is all of
+        # X_public, not the labelled rows a (bootstrap) student is fitted on.
+        span = SplineTransformer(
+            degree=1, n_knots=2, extrapolation="constant", include_bias=False
+        ).fit(X_public)
         return make_pipeline(
-            SplineTransformer(degree=1, n_knots=2, extrapolation="constant"),
+            FrozenEstimator(span),
             StandardScaler(),
             RidgeCV(alphas=np.logspace(-2, 3, 11)),
         )
