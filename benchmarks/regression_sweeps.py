@@ -21,7 +21,10 @@ defaults, once, for every user.
 
 Usage::
 
-    python benchmarks/regression_sweeps.py [--kt] [--ssp] [--out docs/benchmarks]
+    python benchmarks/regression_sweeps.py [--quick | --kt | --ssp]
+        [--out docs/benchmarks]
+
+``--quick`` (CI) runs each sweep's code once on 4,000 Friedman #1 rows.
 """
 
 from __future__ import annotations
@@ -332,6 +335,38 @@ SSP_SWEEP_COLUMNS = [
 ]
 
 
+def quick_sweep():
+    """CI's smoke run: every sweep's code path on Friedman #1's 4,000 rows."""
+    KT_SWEEP["draws"] = SSP_SWEEP["draws"] = 1
+    table = load_table("friedman1_quick")
+    rows = [
+        {
+            "part": "kt",
+            "configuration": "defaults",
+            "val_r2": kt_validation(table, 1.0),
+        },
+        {
+            "part": "kt",
+            "configuration": "previous defaults",
+            "val_r2": kt_validation(table, 1.0, **previous_defaults(table)),
+        },
+    ]
+    for what, student in STUDENTS.items():
+        for key, value in kt_student_holdout(table, student, n_holdout=1000).items():
+            rows.append(
+                {"part": f"student, {key}", "configuration": what, "val_r2": value}
+            )
+    for share in (0.0, 0.2):
+        rows.append(
+            {
+                "part": "ssp",
+                "configuration": f"linear_share={share}",
+                "val_r2": ssp_validation(table, 1.0, share),
+            }
+        )
+    return rows
+
+
 def _arguments(parser):
     parser.add_argument(
         "--kt", action="store_true", help="the knowledge-transfer sweep"
@@ -343,12 +378,36 @@ def main(argv=None):
     args = cli(
         __doc__,
         argv,
-        quick_help="(no quick mode: both sweeps are evidence, run in full)",
+        quick_help="a smoke run of every sweep on 4,000 Friedman #1 rows (CI)",
         add_arguments=_arguments,
     )
     warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
     warnings.filterwarnings("ignore", message="delta=.*1/n_samples")
     warnings.filterwarnings("ignore", message=".*each private answer carries noise")
+    if args.quick:
+        start = time.perf_counter()
+        rows = quick_sweep()
+        write_markdown(
+            args.out / "regression_sweeps_quick.md",
+            [
+                "# Regression sweeps, quick (CI smoke run)",
+                "",
+                f"`{command('regression_sweeps.py', '--quick')}`; "
+                f"{time.perf_counter() - start:.0f} s. Friedman #1, 4,000 private "
+                "rows, epsilon 1, one noise draw; validation or held-out rows.",
+                "",
+                *markdown_table(
+                    rows,
+                    [
+                        ("part", "part", "", "l"),
+                        ("configuration", "configuration", "", "l"),
+                        ("R^2", "val_r2", ".4f", "r"),
+                    ],
+                ),
+                "",
+            ],
+        )
+        return
     both = not (args.kt or args.ssp)
     if args.kt or both:
         start = time.perf_counter()
