@@ -80,19 +80,26 @@ def kt_validation(table, epsilon, teacher=None, **params):
     """
     scores = []
     for draw in range(KT_SWEEP["draws"]):
-        model = KnowledgeTransferRegressor(
-            PrivatePredictionRegressor(
-                target_range=table.target_range,
-                epsilon=epsilon,
-                random_state=0,
-                noise_random_state=100 + draw,
-                **(teacher or {}),
-            ),
-            random_state=draw,
-            **params,
-        ).fit(table.X_train, table.y_train, X_public=table.X_public)
+        model = _kt_model(table, epsilon, draw, teacher, **params).fit(
+            table.X_train, table.y_train, X_public=table.X_public
+        )
         scores.append(r2_score(table.y_val, model.predict(table.X_val)))
     return float(np.mean(scores))
+
+
+def _kt_model(table, epsilon, draw, teacher=None, **params):
+    """The sweep's KnowledgeTransferRegressor: defaults, the range, seeded draws."""
+    return KnowledgeTransferRegressor(
+        PrivatePredictionRegressor(
+            target_range=table.target_range,
+            epsilon=epsilon,
+            random_state=0,
+            noise_random_state=100 + draw,
+            **(teacher or {}),
+        ),
+        random_state=draw,
+        **params,
+    )
 
 
 def previous_defaults(table):
@@ -148,17 +155,9 @@ def kt_student_holdout(table, student, epsilon=1.0, n_holdout=8_000, teacher=Non
     held, fit_rows = rest[:n_holdout], rest[n_holdout:]
     scores = {"held-out rows": [], "held-out rows and the data-entry errors": []}
     for draw in range(KT_SWEEP["draws"]):
-        model = KnowledgeTransferRegressor(
-            PrivatePredictionRegressor(
-                target_range=table.target_range,
-                epsilon=epsilon,
-                random_state=0,
-                noise_random_state=100 + draw,
-                **(teacher or {}),
-            ),
-            student=student,
-            random_state=draw,
-        ).fit(X[fit_rows], y[fit_rows], X_public=table.X_public)
+        model = _kt_model(table, epsilon, draw, teacher, student=student).fit(
+            X[fit_rows], y[fit_rows], X_public=table.X_public
+        )
         scores["held-out rows"].append(r2_score(y[held], model.predict(X[held])))
         both = np.concatenate([held, odd])
         scores["held-out rows and the data-entry errors"].append(

@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 from sklearn.tree import DecisionTreeClassifier
@@ -130,3 +132,41 @@ def assert_private(result, claimed):
     assert result.epsilon_lower >= 0.5 * claimed, (
         f"audit lacks power: {result} (claimed {claimed})"
     )
+
+
+#: AdaSSP's worst-case neighbours (``docs/regression.rst``): two unit rows
+#: ``e1, e2`` against ``e2, e2`` (row 1 replaced by an orthogonal one), so
+#: the Gram matrix moves by ``diag(-1, 1)`` (upper-triangle norm ``sqrt(2)``,
+#: its sensitivity) and its smallest eigenvalue from 1 to 0 (sensitivity 1).
+#: The labels are 0, so the moment vector does not move.
+SSP_NEIGHBOUR_ROWS = (
+    np.eye(2),
+    np.array([[0.0, 1.0], [0.0, 1.0]]),
+)
+
+
+def ssp_neighbour_statistics(nb):
+    """``(Phi^T Phi, Phi^T y, lambda_min)`` of neighbour ``nb`` (0 or 1)."""
+    rows = SSP_NEIGHBOUR_ROWS[nb]
+    gram = rows.T @ rows
+    return gram, np.zeros(2), float(np.linalg.eigvalsh(gram)[0])
+
+
+def gaussian_threshold(mu, delta, n_runs, confidence=0.95):
+    """The threshold on N(0,1) vs N(mu,1) with the most expected audit power.
+
+    The lower bound an audit at ``confidence`` (Bonferroni over both
+    directions) can certify from ``n_runs`` runs per side, maximised over
+    thresholds ``t`` on a grid of 0..8.
+    """
+    from scipy import stats
+
+    z = stats.norm.isf((1 - confidence) / 4)
+    best, best_t = -np.inf, 0.0
+    for t in np.linspace(0, 8, 801):
+        a, b = stats.norm.sf(t - mu), stats.norm.sf(t)
+        lower = a - z * math.sqrt(a * (1 - a) / n_runs) - delta
+        upper = b + z * math.sqrt(b * (1 - b) / n_runs)
+        if lower > 0 and math.log(lower / upper) > best:
+            best, best_t = math.log(lower / upper), t
+    return best_t

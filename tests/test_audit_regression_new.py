@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import AuditTable
+from _helpers import AuditTable, gaussian_threshold, ssp_neighbour_statistics
 from _helpers import assert_private as _assert_private
 from scipy.special import logsumexp
 
@@ -322,11 +322,7 @@ def test_clipped_mean_audit_catches_clipping_the_mean():
 # 4. AdaSSP's three Gaussian releases
 # ---------------------------------------------------------------------------
 SSP_EPSILON, SSP_DELTA = 2.0, 1e-3
-# Two unit rows e1, e2 against e2, e2 (row 1 replaced by an orthogonal one):
-# the Gram matrix moves by diag(-1, 1) (upper-triangle norm sqrt(2) = its
-# sensitivity) and its smallest eigenvalue from 1 to 0 (sensitivity 1). The
-# labels are 0, so the moment vector does not move (its share is small).
-SSP_ROWS = (np.eye(2), np.array([[0.0, 1.0], [0.0, 1.0]]))
+# The worst-case neighbours of the proof: _helpers.SSP_NEIGHBOUR_ROWS.
 
 
 def _ssp_mechanism():
@@ -340,15 +336,9 @@ def _ssp_mechanism():
     )
 
 
-def _ssp_statistics(nb):
-    rows = SSP_ROWS[nb]
-    gram = rows.T @ rows
-    return gram, np.zeros(2), float(np.linalg.eigvalsh(gram)[0])
-
-
 def _ssp_projection(mech, sigma_scale=1.0):
     """The Neyman-Pearson statistic: the released parts' shift, whitened."""
-    (g0, _, l0), (g1, _, l1) = _ssp_statistics(0), _ssp_statistics(1)
+    (g0, _, l0), (g1, _, l1) = ssp_neighbour_statistics(0), ssp_neighbour_statistics(1)
     upper = np.triu_indices(2)
     sigma_gram, _, sigma_eig = (s * sigma_scale for s in mech.noise_std)
     d_gram, d_eig = (g1 - g0)[upper], l1 - l0
@@ -364,7 +354,7 @@ def _ssp_projection(mech, sigma_scale=1.0):
 
 def _ssp_runs(mech, statistic):
     def run(nb, n, rng):
-        gram, moment, low = _ssp_statistics(nb)
+        gram, moment, low = ssp_neighbour_statistics(nb)
         return np.array(
             [statistic(mech.release(gram, moment, low, [rng])) for _ in range(n)]
         )
@@ -372,25 +362,10 @@ def _ssp_runs(mech, statistic):
     return run
 
 
-def _gaussian_threshold(mu, delta, n_runs):
-    """The threshold on N(0,1) vs N(mu,1) with the most expected power."""
-    from scipy import stats
-
-    z = stats.norm.isf((1 - CONFIDENCE) / 4)
-    best, best_t = -np.inf, 0.0
-    for t in np.linspace(0, 8, 801):
-        a, b = stats.norm.sf(t - mu), stats.norm.sf(t)
-        lower = a - z * math.sqrt(a * (1 - a) / n_runs) - delta
-        upper = b + z * math.sqrt(b * (1 - b) / n_runs)
-        if lower > 0 and math.log(lower / upper) > best:
-            best, best_t = math.log(lower / upper), t
-    return best_t
-
-
 def test_ssp_audit():
     mech = _ssp_mechanism()
     statistic, mu = _ssp_projection(mech)
-    t = _gaussian_threshold(mu, SSP_DELTA, RUNS_SSP)
+    t = gaussian_threshold(mu, SSP_DELTA, RUNS_SSP, CONFIDENCE)
     res = audit(
         _ssp_runs(mech, statistic),
         lambda z: np.asarray(z) >= t,
@@ -408,7 +383,7 @@ def test_ssp_audit_catches_halved_noise(monkeypatch):
         mech, "sigma_units", tuple(s / 2 for s in mech.sigma_units), raising=True
     )
     statistic, mu = _ssp_projection(mech)
-    t = _gaussian_threshold(mu, SSP_DELTA, RUNS_SSP)
+    t = gaussian_threshold(mu, SSP_DELTA, RUNS_SSP, CONFIDENCE)
     res = audit(
         _ssp_runs(mech, statistic),
         lambda z: np.asarray(z) >= t,

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import AuditTable
+from _helpers import AuditTable, gaussian_threshold, ssp_neighbour_statistics
 from _helpers import assert_private as _assert_private
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,11 +133,9 @@ def test_linear_features_have_norm_at_most_one(X, row_bound):
 
 # -- the audit: both stages on their worst-case neighbours -------------------------
 EPSILON, DELTA = 2.0, 1e-3
-# Two unit rows e1, e2 against e2, e2 in each stage (row 1 replaced by an
-# orthogonal one): each Gram matrix moves by diag(-1, 1) (its sensitivity
-# sqrt(2)) and its smallest eigenvalue by 1; labels 0, so the moments (and
+# Both stages on the proof's worst-case neighbours (_helpers.SSP_NEIGHBOUR_ROWS):
+# each Gram matrix moves by its sensitivity, labels 0, so the moments (and
 # stage 2's residual labels, whatever stage 1 released) do not move.
-ROWS = (np.eye(2), np.array([[0.0, 1.0], [0.0, 1.0]]))
 
 
 def _staged(stage_shares=(0.2, 0.8)):
@@ -152,14 +150,9 @@ def _staged(stage_shares=(0.2, 0.8)):
     )
 
 
-def _statistics(nb):
-    gram = ROWS[nb].T @ ROWS[nb]
-    return gram, np.zeros(2), float(np.linalg.eigvalsh(gram)[0])
-
-
 def _projection(mech):
     """The Neyman-Pearson statistic over both stages: their shifts, whitened."""
-    (g0, _, l0), (g1, _, l1) = _statistics(0), _statistics(1)
+    (g0, _, l0), (g1, _, l1) = ssp_neighbour_statistics(0), ssp_neighbour_statistics(1)
     upper = np.triu_indices(2)
     d_gram, d_eig = (g1 - g0)[upper], l1 - l0
     weights = [(s.noise_std[0], s.noise_std[2]) for s in mech.stages]
@@ -179,7 +172,7 @@ def _projection(mech):
 
 def _runs(mech, statistic):
     def run(nb, n, rng):
-        gram, moment, low = _statistics(nb)
+        gram, moment, low = ssp_neighbour_statistics(nb)
         return np.array(
             [
                 statistic(
@@ -192,24 +185,9 @@ def _runs(mech, statistic):
     return run
 
 
-def _threshold(mu):
-    """The threshold on N(0,1) vs N(mu,1) with the most expected power."""
-    from scipy import stats
-
-    z = stats.norm.isf((1 - CONFIDENCE) / 4)
-    best, best_t = -np.inf, 0.0
-    for t in np.linspace(0, 8, 801):
-        a, b = stats.norm.sf(t - mu), stats.norm.sf(t)
-        lower = a - z * math.sqrt(a * (1 - a) / RUNS) - DELTA
-        upper = b + z * math.sqrt(b * (1 - b) / RUNS)
-        if lower > 0 and math.log(lower / upper) > best:
-            best, best_t = math.log(lower / upper), t
-    return best_t
-
-
 def _audit(mech, seed):
     statistic, mu = _projection(mech)
-    t = _threshold(mu)
+    t = gaussian_threshold(mu, DELTA, RUNS, CONFIDENCE)
     return audit(
         _runs(mech, statistic),
         lambda z: np.asarray(z) >= t,
