@@ -42,7 +42,7 @@ from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, take_rows
 from .._warn import warn_user
-from ..ensemble import KnowledgeTransferClassifier
+from ..ensemble import KnowledgeTransferClassifier, KnowledgeTransferRegressor
 from ..erm import ExponentialMechanismERM, ExponentialMechanismERMRegressor
 from ..exceptions import BudgetExhaustedError
 from ..mechanisms import (
@@ -59,7 +59,8 @@ __all__ = ["PrivateGridSearch", "is_publishable"]
 def is_publishable(estimator: Any) -> bool:
     """Whether a fitted ``estimator`` may be published after a private fit.
 
-    True for :class:`~dpsklearn.KnowledgeTransferClassifier` (its student is
+    True for :class:`~dpsklearn.KnowledgeTransferClassifier` and
+    :class:`~dpsklearn.KnowledgeTransferRegressor` (their student is
     post-processing of private labels), :class:`~dpsklearn.ExponentialMechanismERM`
     and its regressor (the chosen hypothesis), and
     :class:`~dpsklearn.PrivateKernelRidge` whose mechanism releases a model
@@ -88,6 +89,7 @@ def is_publishable(estimator: Any) -> bool:
         estimator,
         (
             KnowledgeTransferClassifier,
+            KnowledgeTransferRegressor,
             ExponentialMechanismERM,
             ExponentialMechanismERMRegressor,
         ),
@@ -114,8 +116,8 @@ class PrivateGridSearch(
     ``dp_accounting``'s ``RepeatAndSelectDpEvent``.
 
     **Admissible candidates.** Every configuration must (1) be publishable
-    once fitted (:func:`is_publishable`: ``KnowledgeTransferClassifier``,
-    ``ExponentialMechanismERM`` and its regressor,
+    once fitted (:func:`is_publishable`: ``KnowledgeTransferClassifier`` and
+    ``KnowledgeTransferRegressor``, ``ExponentialMechanismERM`` and its regressor,
     ``PrivateKernelRidge(mechanism=OutputPerturbation(release="model"))``, or
     an estimator that declares
     ``__dpsklearn_publishable__``), (2) take its privacy budget from an
