@@ -434,70 +434,70 @@ def main(argv=None):
     both = not (args.kt or args.ssp)
     if args.kt or both:
         start = time.perf_counter()
-        rows = kt_sweep()
-        stem = args.out / "regression_tables_kt_sweep"
-        write_json(
-            stem.with_suffix(".json"), {"results": rows, "environment": environment()}
-        )
-        write_markdown(
-            stem.with_suffix(".md"),
-            [
-                "# Knowledge-transfer defaults: the evidence (validation rows)",
-                "",
-                f"`{command('regression_sweeps.py', '--kt')}`; "
-                f"{(time.perf_counter() - start) / 60:.1f} min. "
-                "`KnowledgeTransferRegressor(PrivatePredictionRegressor("
-                "target_range=..., epsilon=...))` with its defaults except what "
-                "the row says; R^2 on the 2,000 **validation** rows (never the "
-                f"test rows), mean of {KT_SWEEP['draws']} noise draws (tuning on "
-                "private rows is outside the guarantee). 'shard rows': teachers "
-                "as the defaults resolve them (StandardScaler + Ridge, the clipped "
-                "mean) with the shard size the row gives, against the rule "
-                "`knowledge_transfer_shard_rows`; 'ablation': one default "
-                "reverted at a time; 'student': the student given, fitted "
-                "without 8,000 held-out private rows and scored on them (on "
-                "diamonds also on them and the private rows with a dimension of "
-                "0 mm or over 15 mm, data-entry errors); 'teachers': the same "
-                "held-out rows, the defaults but the teachers' estimator; "
-                "'previous defaults': "
-                "sequential queries, a Ridge student, the teacher as "
-                "PrivatePredictionRegressor resolves itself (Ridge, rows / 10, "
-                "the adaptive range); 'other tables': tables the defaults were "
-                "not chosen on.",
-                "",
-                *markdown_table(rows, KT_SWEEP_COLUMNS),
-                "",
-            ],
+        _write_sweep(
+            args.out / "regression_tables_kt_sweep",
+            "# Knowledge-transfer defaults: the evidence (validation rows)",
+            "--kt",
+            start,
+            kt_sweep(),
+            KT_SWEEP_COLUMNS,
+            "`KnowledgeTransferRegressor(PrivatePredictionRegressor("
+            "target_range=..., epsilon=...))` with its defaults except what "
+            "the row says; R^2 on the 2,000 **validation** rows (never the "
+            f"test rows), mean of {KT_SWEEP['draws']} noise draws (tuning on "
+            "private rows is outside the guarantee). 'shard rows': teachers "
+            "as the defaults resolve them (StandardScaler + Ridge, the clipped "
+            "mean) with the shard size the row gives, against the rule "
+            "`knowledge_transfer_shard_rows`; 'ablation': one default "
+            "reverted at a time; 'student': the student given, fitted "
+            "without 8,000 held-out private rows and scored on them (on "
+            "diamonds also on them and the private rows with a dimension of "
+            "0 mm or over 15 mm, data-entry errors); 'teachers': the same "
+            "held-out rows, the defaults but the teachers' estimator; "
+            "'previous defaults': "
+            "sequential queries, a Ridge student, the teacher as "
+            "PrivatePredictionRegressor resolves itself (Ridge, rows / 10, "
+            "the adaptive range); 'other tables': tables the defaults were "
+            "not chosen on.",
         )
     if args.ssp or both:
         start = time.perf_counter()
-        rows = ssp_sweep()
-        stem = args.out / "regression_tables_ssp_sweep"
-        write_json(
-            stem.with_suffix(".json"), {"results": rows, "environment": environment()}
+        _write_sweep(
+            args.out / "regression_tables_ssp_sweep",
+            "# PrivateKernelRidge's linear first stage: the evidence (validation rows)",
+            "--ssp",
+            start,
+            ssp_sweep(),
+            SSP_SWEEP_COLUMNS,
+            "`PrivateKernelRidge(y_bound=target_range, epsilon=..., "
+            "mechanism=SufficientStatistics(linear_share=...))`, every other "
+            "option at its default, inputs scaled by their public bounds as "
+            "in `regression_tables.py`; R^2 on the 2,000 **validation** rows, "
+            f"mean of {SSP_SWEEP['draws']} noise draws. `linear_share = 0` is "
+            "the single-stage AdaSSP on random features (the previous "
+            "default). The default, 0.2, was chosen at epsilon 1 on diamonds, "
+            "wages, food and Friedman #1; flights and the other epsilons are "
+            "the check.",
         )
-        write_markdown(
-            stem.with_suffix(".md"),
-            [
-                "# PrivateKernelRidge's linear first stage: the evidence "
-                "(validation rows)",
-                "",
-                f"`{command('regression_sweeps.py', '--ssp')}`; "
-                f"{(time.perf_counter() - start) / 60:.1f} min. "
-                "`PrivateKernelRidge(y_bound=target_range, epsilon=..., "
-                "mechanism=SufficientStatistics(linear_share=...))`, every other "
-                "option at its default, inputs scaled by their public bounds as "
-                "in `regression_tables.py`; R^2 on the 2,000 **validation** rows, "
-                f"mean of {SSP_SWEEP['draws']} noise draws. `linear_share = 0` is "
-                "the single-stage AdaSSP on random features (the previous "
-                "default). The default, 0.2, was chosen at epsilon 1 on diamonds, "
-                "wages, food and Friedman #1; flights and the other epsilons are "
-                "the check.",
-                "",
-                *markdown_table(rows, SSP_SWEEP_COLUMNS),
-                "",
-            ],
-        )
+
+
+def _write_sweep(stem, title, flag, start, rows, columns, text):
+    """One sweep's page (``.md``) and its rows (``.json``)."""
+    write_json(
+        stem.with_suffix(".json"), {"results": rows, "environment": environment()}
+    )
+    write_markdown(
+        stem.with_suffix(".md"),
+        [
+            title,
+            "",
+            f"`{command('regression_sweeps.py', flag)}`; "
+            f"{(time.perf_counter() - start) / 60:.1f} min. {text}",
+            "",
+            *markdown_table(rows, columns),
+            "",
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -170,3 +170,45 @@ def gaussian_threshold(mu, delta, n_runs, confidence=0.95):
         if lower > 0 and math.log(lower / upper) > best:
             best, best_t = math.log(lower / upper), t
     return best_t
+
+
+def ssp_projection(stages):
+    """The Neyman-Pearson statistic of AdaSSP stages on the neighbours above.
+
+    ``stages``: the calibrated releases (each with ``noise_std``). The
+    statistic whitens each stage's released Gram matrix and eigenvalue
+    shift and projects it onto the neighbours' difference, summed over
+    the stages; it is N(0, 1) on neighbour 0 and N(mu, 1) on neighbour 1.
+    Returns ``(statistic, mu)``; ``statistic`` takes one release per stage.
+    """
+    (g0, _, l0), (g1, _, l1) = (ssp_neighbour_statistics(nb) for nb in (0, 1))
+    upper = np.triu_indices(2)
+    d_gram, d_eig = (g1 - g0)[upper], l1 - l0
+    weights = [(stage.noise_std[0], stage.noise_std[2]) for stage in stages]
+    mu = math.sqrt(
+        sum(d_gram @ d_gram / sg**2 + d_eig**2 / se**2 for sg, se in weights)
+    )
+
+    def statistic(released):
+        z = 0.0
+        for stats, (sg, se) in zip(released, weights, strict=True):
+            z += (stats.gram[upper] - g0[upper]) @ d_gram / sg**2
+            z += (stats.lambda_min - l0) * d_eig / se**2
+        return z / mu
+
+    return statistic, mu
+
+
+def ssp_runs(stages, statistic):
+    """An audit's ``run(nb, n, rng)``: every stage released on neighbour ``nb``."""
+
+    def run(nb, n, rng):
+        gram, moment, low = ssp_neighbour_statistics(nb)
+        return np.array(
+            [
+                statistic([stage.release(gram, moment, low, [rng]) for stage in stages])
+                for _ in range(n)
+            ]
+        )
+
+    return run

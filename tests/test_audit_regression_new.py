@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import AuditTable, gaussian_threshold, ssp_neighbour_statistics
+from _helpers import AuditTable, gaussian_threshold, ssp_projection, ssp_runs
 from _helpers import assert_private as _assert_private
 from scipy.special import logsumexp
 
@@ -336,38 +336,12 @@ def _ssp_mechanism():
     )
 
 
-def _ssp_projection(mech, sigma_scale=1.0):
-    """The Neyman-Pearson statistic: the released parts' shift, whitened."""
-    (g0, _, l0), (g1, _, l1) = ssp_neighbour_statistics(0), ssp_neighbour_statistics(1)
-    upper = np.triu_indices(2)
-    sigma_gram, _, sigma_eig = (s * sigma_scale for s in mech.noise_std)
-    d_gram, d_eig = (g1 - g0)[upper], l1 - l0
-    mu = math.sqrt(d_gram @ d_gram / sigma_gram**2 + d_eig**2 / sigma_eig**2)
-
-    def statistic(stats):
-        z = (stats.gram[upper] - g0[upper]) @ d_gram / sigma_gram**2
-        z += (stats.lambda_min - l0) * d_eig / sigma_eig**2
-        return z / mu
-
-    return statistic, mu
-
-
-def _ssp_runs(mech, statistic):
-    def run(nb, n, rng):
-        gram, moment, low = ssp_neighbour_statistics(nb)
-        return np.array(
-            [statistic(mech.release(gram, moment, low, [rng])) for _ in range(n)]
-        )
-
-    return run
-
-
 def test_ssp_audit():
     mech = _ssp_mechanism()
-    statistic, mu = _ssp_projection(mech)
+    statistic, mu = ssp_projection([mech])
     t = gaussian_threshold(mu, SSP_DELTA, RUNS_SSP, CONFIDENCE)
     res = audit(
-        _ssp_runs(mech, statistic),
+        ssp_runs([mech], statistic),
         lambda z: np.asarray(z) >= t,
         n_runs=RUNS_SSP,
         delta=SSP_DELTA,
@@ -382,10 +356,10 @@ def test_ssp_audit_catches_halved_noise(monkeypatch):
     monkeypatch.setattr(
         mech, "sigma_units", tuple(s / 2 for s in mech.sigma_units), raising=True
     )
-    statistic, mu = _ssp_projection(mech)
+    statistic, mu = ssp_projection([mech])
     t = gaussian_threshold(mu, SSP_DELTA, RUNS_SSP, CONFIDENCE)
     res = audit(
-        _ssp_runs(mech, statistic),
+        ssp_runs([mech], statistic),
         lambda z: np.asarray(z) >= t,
         n_runs=RUNS_SSP,
         delta=SSP_DELTA,

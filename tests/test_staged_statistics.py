@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import AuditTable, gaussian_threshold, ssp_neighbour_statistics
+from _helpers import AuditTable, gaussian_threshold, ssp_projection, ssp_runs
 from _helpers import assert_private as _assert_private
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,46 +150,11 @@ def _staged(stage_shares=(0.2, 0.8)):
     )
 
 
-def _projection(mech):
-    """The Neyman-Pearson statistic over both stages: their shifts, whitened."""
-    (g0, _, l0), (g1, _, l1) = ssp_neighbour_statistics(0), ssp_neighbour_statistics(1)
-    upper = np.triu_indices(2)
-    d_gram, d_eig = (g1 - g0)[upper], l1 - l0
-    weights = [(s.noise_std[0], s.noise_std[2]) for s in mech.stages]
-    mu = math.sqrt(
-        sum(d_gram @ d_gram / sg**2 + d_eig**2 / se**2 for sg, se in weights)
-    )
-
-    def statistic(released):
-        z = 0.0
-        for stats, (sg, se) in zip(released, weights, strict=True):
-            z += (stats.gram[upper] - g0[upper]) @ d_gram / sg**2
-            z += (stats.lambda_min - l0) * d_eig / se**2
-        return z / mu
-
-    return statistic, mu
-
-
-def _runs(mech, statistic):
-    def run(nb, n, rng):
-        gram, moment, low = ssp_neighbour_statistics(nb)
-        return np.array(
-            [
-                statistic(
-                    [stage.release(gram, moment, low, [rng]) for stage in mech.stages]
-                )
-                for _ in range(n)
-            ]
-        )
-
-    return run
-
-
 def _audit(mech, seed):
-    statistic, mu = _projection(mech)
+    statistic, mu = ssp_projection(mech.stages)
     t = gaussian_threshold(mu, DELTA, RUNS, CONFIDENCE)
     return audit(
-        _runs(mech, statistic),
+        ssp_runs(mech.stages, statistic),
         lambda z: np.asarray(z) >= t,
         n_runs=RUNS,
         delta=DELTA,
