@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.compose import TransformedTargetRegressor
 from sklearn.datasets import make_regression
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, Ridge, RidgeCV
@@ -25,6 +26,7 @@ from dpsklearn import (
     PrivateKernelRidge,
     PrivatePredictionRegressor,
 )
+from dpsklearn.exceptions import PrivacyLeakWarning
 from dpsklearn.mechanisms import AdaptiveRange
 from dpsklearn.planning import knowledge_transfer_shard_rows
 
@@ -282,9 +284,11 @@ def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
     assert teacher.n_estimators == "auto" and teacher.estimator is None
     # The default student on dense rows: columns clipped to the public rows'
     # span (a two-knot linear spline), scaled, a ridge whose penalty
-    # leave-one-out picks.
+    # leave-one-out picks, its predictions clipped to the teacher's public
+    # target_range.
     steps = [type(step) for step in kt.student_]
-    assert steps == [FrozenEstimator, StandardScaler, RidgeCV]
+    assert steps == [FrozenEstimator, StandardScaler, TransformedTargetRegressor]
+    assert isinstance(kt.student_[-1].regressor_, RidgeCV)
     spline = kt.student_[0].estimator
     assert isinstance(spline, SplineTransformer)
     # The span is every public row's, not only the labelled rows'.
@@ -317,9 +321,46 @@ def test_default_student_answers_rows_outside_the_public_span_at_its_edge(data):
     sparse_kt = KnowledgeTransferRegressor(clone(teacher), random_state=0).fit(
         sp.csr_matrix(X), y, X_public=sp.csr_matrix(X_public)
     )
-    assert [type(step) for step in sparse_kt.student_] == [StandardScaler, RidgeCV]
+    steps = [type(step) for step in sparse_kt.student_]
+    assert steps == [StandardScaler, TransformedTargetRegressor]
     explicit = KnowledgeTransferRegressor(clone(teacher), Ridge(), random_state=0)
     assert isinstance(explicit.fit(X, y, X_public=X_public).student_, Ridge)
+
+
+def test_default_student_answers_within_the_teachers_public_range(data):
+    # The teacher's answers lie in its public target_range; so do the default
+    # student's, also where the linear map alone would leave it (docs/
+    # regression.rst, "Knowledge-transfer defaults"). Without a public range
+    # nothing is clipped.
+    X, y, X_public, X_test, _ = data
+    narrow = (-50.0, 60.0)  # y spreads over about (-300, 300)
+    teacher = PrivatePredictionRegressor(
+        target_range=narrow, epsilon=2.0, random_state=0, noise_random_state=0
+    )
+    kt = KnowledgeTransferRegressor(teacher, random_state=0).fit(
+        X, y, X_public=X_public
+    )
+    answers = kt.predict(X_test)
+    assert answers.min() == narrow[0] and answers.max() == narrow[1]
+    # The same student given explicitly is not clipped; with the same seeds
+    # the teacher is asked about the same rows (uncertainty sampling ranks
+    # by the unclipped bootstrap students), so the default's answers are
+    # exactly the explicit student's, clipped.
+    explicit = kt.student_[:-1].steps + [("ridgecv", RidgeCV(np.logspace(-2, 3, 11)))]
+    unclipped = (
+        KnowledgeTransferRegressor(clone(teacher), Pipeline(explicit), random_state=0)
+        .fit(X, y, X_public=X_public)
+        .predict(X_test)
+    )
+    assert ((unclipped < narrow[0]) | (unclipped > narrow[1])).any()
+    assert np.allclose(answers, np.clip(unclipped, *narrow), rtol=0, atol=1e-9)
+    published = pickle.loads(pickle.dumps(kt.student_))
+    assert np.array_equal(published.predict(X_test), answers)
+    with pytest.warns(PrivacyLeakWarning, match="target_range is None"):
+        leaky = KnowledgeTransferRegressor(
+            clone(teacher).set_params(target_range=None), random_state=0
+        ).fit(X, y, X_public=X_public)
+    assert isinstance(leaky.student_[-1], RidgeCV)
 
 
 def test_explicit_teacher_parameters_are_kept(data):

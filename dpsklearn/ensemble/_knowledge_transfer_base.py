@@ -75,6 +75,11 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         """The student to fit, knowing the public rows (public); as given here."""
         return student
 
+    def _published_student(self, student, teacher):
+        """The student fitted last and published; the one that ranked rows
+        (``student``) unless a subclass post-processes its answers."""
+        return student
+
     def _teacher(self):
         return self._default_teacher() if self.teacher is None else self.teacher
 
@@ -223,6 +228,9 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         # Everything after the teacher's spend is tried first on public data
         # (X_public with stand-in labels), so that it cannot fail afterwards.
         self._check_student_on_public_rows(student, X_public, teacher, y)
+        published = self._published_student(student, teacher)
+        if published is not student:
+            self._check_student_on_public_rows(published, X_public, teacher, y)
         with warnings.catch_warnings():
             for message in self._teacher_warnings_not_for_students:
                 warnings.filterwarnings("ignore", message=message)
@@ -251,7 +259,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                 labels=labels[keep],
             )
         try:
-            student.fit(take_rows(X_public, asked[keep]), labels[keep])
+            published.fit(take_rows(X_public, asked[keep]), labels[keep])
         except (ValueError, TypeError) as exc:
             # Only the released labels can make this fail now (the student was
             # fitted on X_public before the spend); they were paid for.
@@ -262,7 +270,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                 rows=asked[keep],
                 labels=labels[keep],
             ) from exc
-        self.student_ = student
+        self.student_ = published
         self.n_public_labelled_ = int(keep.sum())
         self.n_public_abstained_ = int(len(asked) - keep.sum())
         self.n_public_unanswered_ = int(n_queries - len(asked))

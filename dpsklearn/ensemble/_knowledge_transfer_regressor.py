@@ -28,20 +28,27 @@ ridge teachers; the clipped mean over the public range).
 
 from __future__ import annotations
 
+from functools import partial
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, clone, is_regressor
+from sklearn.compose import TransformedTargetRegressor
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import Ridge, RidgeCV
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import SplineTransformer, StandardScaler
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import Interval
-from .._validation import check_regression_targets, n_rows, take_rows
+from .._validation import (
+    check_regression_targets,
+    check_target_range,
+    n_rows,
+    take_rows,
+)
 from ..planning import knowledge_transfer_shard_rows
 from ._knowledge_transfer_base import (
     KNOWLEDGE_TRANSFER_CONSTRAINTS,
@@ -120,7 +127,12 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         predictions as the scaled ridge; a query row outside it, such as a
         data-entry error, is answered as at its edge instead of
         extrapolated), else ``make_pipeline(StandardScaler(
-        with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11)))``.
+        with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11)))``. When
+        the teacher has a public ``target_range``, the default student's
+        answers are clipped to it (its last step a
+        :class:`~sklearn.compose.TransformedTargetRegressor` whose inverse
+        is the clip): where the truth lies in the range, a clipped answer is
+        never further from it. An explicit student is used as given.
     query_strategy : {"sequential", "uncertainty"}, default="uncertainty"
         Which public rows the teacher is asked about. ``"sequential"``: the
         first ``n_queries`` rows of ``X_public``, in order.
@@ -270,6 +282,32 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
             StandardScaler(),
             RidgeCV(alphas=np.logspace(-2, 3, 11)),
         )
+
+    def _published_student(self, student, teacher):
+        """The default student's answers, clipped to the teacher's public range.
+
+        The teacher's answers lie in its public ``target_range``; the default
+        student's are clipped to it too (post-processing, free;
+        ``docs/regression.rst``, "Knowledge-transfer defaults"), so a query
+        far from the public rows is not answered outside the range of the
+        target. The final ridge becomes a
+        :class:`~sklearn.compose.TransformedTargetRegressor` whose inverse
+        is the clip: the same fit, the published object clips by itself.
+        Only the published student clips: uncertainty sampling ranks rows
+        by the spread of the unclipped bootstrap students, which is largest
+        at the extreme rows where a label constrains a linear fit most.
+        """
+        target_range = getattr(teacher, "target_range", None)
+        if self.student is not None or target_range is None:
+            return student
+        lo, hi = check_target_range(target_range, None, type(teacher).__name__)
+        clipped = TransformedTargetRegressor(
+            student.steps[-1][1],
+            func=np.asarray,
+            inverse_func=partial(np.clip, a_min=lo, a_max=hi),
+            check_inverse=False,
+        )
+        return Pipeline([*student.steps[:-1], (student.steps[-1][0], clipped)])
 
     def _resolve_teacher(self, teacher, n_samples):
         """Resolve a PrivatePredictionRegressor's defaults for a student.
