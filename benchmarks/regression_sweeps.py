@@ -35,6 +35,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics import r2_score
@@ -116,25 +117,84 @@ def previous_defaults(table):
     }
 
 
-#: Students compared on held-out private rows (``kt_student_holdout``).
+#: Students compared on held-out private rows (``kt_student_holdout``), each
+#: a function of the table (public rows only). An explicit student is used as
+#: given: only the default clips its answers to the teacher's public range.
 STUDENTS = {
-    "default (columns clipped to the public span, RidgeCV)": None,
-    "previous default (StandardScaler, RidgeCV)": make_pipeline(
+    "default (columns clipped to the public span, RidgeCV, answers clipped "
+    "to the range)": None,
+    "columns clipped to the public span, RidgeCV (answers not clipped)": (
+        lambda table: make_pipeline(
+            FrozenEstimator(_span(table)),
+            StandardScaler(),
+            RidgeCV(alphas=np.logspace(-2, 3, 11)),
+        )
+    ),
+    "previous default (StandardScaler, RidgeCV)": lambda table: make_pipeline(
         StandardScaler(with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11))
     ),
-    "cubic spline, 5 knots, constant beyond (RidgeCV)": make_pipeline(
+    "cubic spline, 5 knots, constant beyond (RidgeCV)": lambda table: make_pipeline(
         SplineTransformer(n_knots=5, extrapolation="constant"),
         RidgeCV(alphas=np.logspace(-2, 3, 11)),
     ),
 }
 
 
-def spline_teacher(table):
-    """Teachers on cubic splines (4 quantile knots per column, public rows)."""
-    splines = SplineTransformer(n_knots=4, knots="quantile", extrapolation="constant")
-    return make_pipeline(
-        FrozenEstimator(splines.fit(table.X_public)), StandardScaler(), Ridge()
+def _span(table):
+    """Every column clipped to the public rows' span (the default's first step)."""
+    return SplineTransformer(
+        degree=1, n_knots=2, extrapolation="constant", include_bias=False
+    ).fit(table.X_public)
+
+
+def _splines_on_numbers(table, degree):
+    """B-splines (4 quantile knots, public rows) on the columns with more than
+    two public values; the 0/1 columns as they are."""
+    numbers = np.flatnonzero(
+        [len(np.unique(column)) > 2 for column in table.X_public.T]
     )
+    binary = np.setdiff1d(np.arange(table.X_public.shape[1]), numbers)
+    splines = SplineTransformer(
+        degree=degree,
+        n_knots=4,
+        knots="quantile",
+        extrapolation="constant",
+        include_bias=False,
+    )
+    columns = ColumnTransformer(
+        [("numbers", splines, numbers), ("binary", "passthrough", binary)]
+    )
+    return FrozenEstimator(columns.fit(table.X_public))
+
+
+#: Teachers' estimators compared on held-out private rows with the default
+#: student, each a function of the table (public rows only).
+TEACHERS = {
+    "cubic-spline teachers (4 quantile knots, public rows)": lambda table: (
+        make_pipeline(
+            FrozenEstimator(
+                SplineTransformer(
+                    n_knots=4, knots="quantile", extrapolation="constant"
+                ).fit(table.X_public)
+            ),
+            StandardScaler(),
+            Ridge(),
+        )
+    ),
+    "cubic splines on the non-binary columns only": lambda table: make_pipeline(
+        _splines_on_numbers(table, 3), StandardScaler(with_mean=False), Ridge()
+    ),
+    "piecewise-linear splines on the non-binary columns only": lambda table: (
+        make_pipeline(
+            _splines_on_numbers(table, 1), StandardScaler(with_mean=False), Ridge()
+        )
+    ),
+    "linear, penalty by leave-one-out on each shard (RidgeCV)": lambda table: (
+        make_pipeline(
+            StandardScaler(with_mean=False), RidgeCV(alphas=np.logspace(-2, 3, 11))
+        )
+    ),
+}
 
 
 def kt_student_holdout(table, student, epsilon=1.0, n_holdout=8_000, teacher=None):
@@ -253,7 +313,9 @@ def kt_sweep():
     add("ablation, diamonds", diamonds, 1.0, "previous defaults", **old)
     for name in ("diamonds", "flights", "wages", "food"):
         for what, student in STUDENTS.items():
-            for key, value in kt_student_holdout(load_table(name), student).items():
+            table = load_table(name)
+            student = None if student is None else student(table)
+            for key, value in kt_student_holdout(table, student).items():
                 rows.append(
                     {
                         "part": f"student, {key}",
@@ -266,18 +328,19 @@ def kt_sweep():
                 print(f"  kt sweep {rows[-1]}", file=sys.stderr)
     for name in ("diamonds", "wages", "food"):
         table = load_table(name)
-        teacher = {"estimator": spline_teacher(table)}
-        for key, value in kt_student_holdout(table, None, teacher=teacher).items():
-            rows.append(
-                {
-                    "part": f"teachers, {key}",
-                    "table": name,
-                    "epsilon": 1.0,
-                    "what": "cubic-spline teachers (4 quantile knots, public rows)",
-                    "val_r2": value,
-                }
-            )
-            print(f"  kt sweep {rows[-1]}", file=sys.stderr)
+        for what, estimator in {"default (scaled ridge)": None, **TEACHERS}.items():
+            teacher = None if estimator is None else {"estimator": estimator(table)}
+            for key, value in kt_student_holdout(table, None, teacher=teacher).items():
+                rows.append(
+                    {
+                        "part": f"teachers, {key}",
+                        "table": name,
+                        "epsilon": 1.0,
+                        "what": what,
+                        "val_r2": value,
+                    }
+                )
+                print(f"  kt sweep {rows[-1]}", file=sys.stderr)
     for name in ("flights", "wages", "food", "friedman1"):
         table = load_table(name)
         for epsilon in KT_SWEEP["epsilons"]:
@@ -375,9 +438,18 @@ def quick_sweep():
         },
     ]
     for what, student in STUDENTS.items():
+        student = None if student is None else student(table)
         for key, value in kt_student_holdout(table, student, n_holdout=1000).items():
             rows.append(
                 {"part": f"student, {key}", "configuration": what, "val_r2": value}
+            )
+    for what, estimator in TEACHERS.items():
+        teacher = {"estimator": estimator(table)}
+        for key, value in kt_student_holdout(
+            table, None, n_holdout=1000, teacher=teacher
+        ).items():
+            rows.append(
+                {"part": f"teachers, {key}", "configuration": what, "val_r2": value}
             )
     for share in (0.0, 0.2):
         rows.append(
