@@ -3,7 +3,10 @@
 Two sweeps over the tables of ``benchmarks/regression_tables.py`` (same
 splits; the test rows are never read here):
 
-* ``--kt`` -- ``KnowledgeTransferRegressor``'s defaults: teacher shard size
+* ``--kt`` -- ``KnowledgeTransferRegressor``'s defaults: the teachers'
+  ridge penalty (diamonds' validation rows; the teachers' mean and the
+  student on held-out rows of every table and of a synthetic table with
+  more columns than rows per teacher), teacher shard size
   against the rule ``knowledge_transfer_shard_rows`` on diamonds (all and a
   quarter of the rows), one default reverted at a time, the student
   (columns clipped to the public rows' span against the previous scaled
@@ -36,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.compose import ColumnTransformer
+from sklearn.datasets import make_regression
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics import r2_score
@@ -52,7 +56,12 @@ from _harness import (  # noqa: E402
     write_json,
     write_markdown,
 )
-from regression_tables import DELTA, load_table  # noqa: E402
+from regression_tables import (  # noqa: E402
+    DELTA,
+    Table,
+    load_table,
+    teachers_clipped_mean,
+)
 
 from dpsklearn import (  # noqa: E402
     KnowledgeTransferRegressor,
@@ -69,6 +78,7 @@ KT_SWEEP = {
     "rows_per_teacher": (20, 30, 40, 60, 90, 150),
     "quarter_rows_per_teacher": (10, 15, 20, 30, 45),
     "draws": 2,
+    "teacher_penalties": (1.0, 0.3, 0.1, 0.03, 0.01),
 }
 
 
@@ -197,6 +207,68 @@ TEACHERS = {
 }
 
 
+def scaled_ridge(alpha):
+    """The teachers' estimator the defaults resolve, with penalty ``alpha``
+    (the default: 0.1)."""
+    return make_pipeline(StandardScaler(with_mean=False), Ridge(alpha=alpha))
+
+
+def synthetic_table():
+    """A table where the teachers' shards are narrower than the columns:
+    ``make_regression`` with 40 columns (20 informative), 20,000 private rows
+    (23 rows per teacher at ``epsilon = 1`` once 5,000 are held out),
+    targets clipped to their 0.1 % and 99.9 % quantiles, the public range."""
+    X, y = make_regression(
+        n_samples=29_000, n_features=40, n_informative=20, noise=30, random_state=0
+    )
+    lo, hi = np.quantile(y, [0.001, 0.999])
+    y = np.clip(y, lo, hi)
+    bounds = np.array([X.min(axis=0), X.max(axis=0)])
+    return Table(
+        "synthetic, 40 columns",
+        X[:20_000],
+        y[:20_000],
+        X[20_000:22_000],
+        X[22_000:24_000],
+        y[22_000:24_000],
+        X[24_000:],
+        y[24_000:],
+        (float(lo), float(hi)),
+        bounds,
+        "sklearn make_regression",
+    )
+
+
+def teachers_mean_holdout(table, alpha, n_holdout=8_000):
+    """Held-out R^2 of the teachers' mean (non-private; the student's ceiling)
+    and of the published student (mean of the draws), teachers' penalty
+    ``alpha``, every other parameter its default."""
+    X, y = table.X_train, table.y_train
+    rest = np.random.RandomState(5).permutation(len(y))
+    n_holdout = min(n_holdout, len(y) // 4)
+    held, fit_rows = rest[:n_holdout], rest[n_holdout:]
+    teacher = {"estimator": scaled_ridge(alpha)}
+    students = []
+    for draw in range(KT_SWEEP["draws"]):
+        model = _kt_model(table, 1.0, draw, teacher).fit(
+            X[fit_rows], y[fit_rows], X_public=table.X_public
+        )
+        students.append(r2_score(y[held], model.predict(X[held])))
+    teachers = PrivatePredictionRegressor(
+        scaled_ridge(alpha),
+        n_estimators=model.teacher_params_["n_estimators"],  # as resolved
+        mechanism="clipped_mean",
+        target_range=table.target_range,
+        random_state=0,
+    ).fit(X[fit_rows], y[fit_rows])
+    return {
+        "held-out rows, the teachers' mean (non-private)": r2_score(
+            y[held], teachers_clipped_mean(teachers, X[held])
+        ),
+        "held-out rows, the student": float(np.mean(students)),
+    }
+
+
 def kt_student_holdout(table, student, epsilon=1.0, n_holdout=8_000, teacher=None):
     """A student's R^2 on private rows held out of the fit (validation only).
 
@@ -247,10 +319,7 @@ def kt_sweep():
 
     diamonds = load_table("diamonds")
     n = diamonds.X_train.shape[0]
-    resolved = {
-        "estimator": make_pipeline(StandardScaler(), Ridge()),
-        "mechanism": "clipped_mean",
-    }
+    resolved = {"estimator": scaled_ridge(0.1), "mechanism": "clipped_mean"}
     for epsilon in KT_SWEEP["epsilons"]:
         rule = knowledge_transfer_shard_rows(n_samples=n, epsilon=epsilon, delta=DELTA)
         for per in KT_SWEEP["rows_per_teacher"]:
@@ -311,6 +380,29 @@ def kt_sweep():
     )
     add("ablation, diamonds", diamonds, 1.0, "student Ridge()", student=Ridge())
     add("ablation, diamonds", diamonds, 1.0, "previous defaults", **old)
+    for epsilon in (1.0, 8.0):
+        for alpha in KT_SWEEP["teacher_penalties"]:
+            add(
+                "teachers' penalty, diamonds",
+                diamonds,
+                epsilon,
+                f"scaled ridge, alpha = {alpha:g}",
+                teacher={"estimator": scaled_ridge(alpha)},
+            )
+    for name in ("diamonds", "flights", "wages", "food", "friedman1", "synthetic"):
+        table = load_table(name) if name != "synthetic" else synthetic_table()
+        for alpha in (1.0, 0.1, 0.01):
+            for key, value in teachers_mean_holdout(table, alpha).items():
+                rows.append(
+                    {
+                        "part": f"teachers' penalty, {key}",
+                        "table": table.name,
+                        "epsilon": 1.0,
+                        "what": f"scaled ridge, alpha = {alpha:g}",
+                        "val_r2": value,
+                    }
+                )
+                print(f"  kt sweep {rows[-1]}", file=sys.stderr)
     for name in ("diamonds", "flights", "wages", "food"):
         for what, student in STUDENTS.items():
             table = load_table(name)
@@ -328,7 +420,10 @@ def kt_sweep():
                 print(f"  kt sweep {rows[-1]}", file=sys.stderr)
     for name in ("diamonds", "wages", "food"):
         table = load_table(name)
-        for what, estimator in {"default (scaled ridge)": None, **TEACHERS}.items():
+        for what, estimator in {
+            "default (scaled ridge, alpha 0.1)": None,
+            **TEACHERS,
+        }.items():
             teacher = None if estimator is None else {"estimator": estimator(table)}
             for key, value in kt_student_holdout(table, None, teacher=teacher).items():
                 rows.append(
@@ -451,6 +546,14 @@ def quick_sweep():
             rows.append(
                 {"part": f"teachers, {key}", "configuration": what, "val_r2": value}
             )
+    for key, value in teachers_mean_holdout(table, 0.1, n_holdout=1000).items():
+        rows.append(
+            {
+                "part": f"teachers' penalty, {key}",
+                "configuration": "0.1",
+                "val_r2": value,
+            }
+        )
     for share in (0.0, 0.2):
         rows.append(
             {
@@ -526,6 +629,10 @@ def main(argv=None):
             "diamonds also on them and the private rows with a dimension of "
             "0 mm or over 15 mm, data-entry errors); 'teachers': the same "
             "held-out rows, the defaults but the teachers' estimator; "
+            "\"teachers' penalty\": the teachers' ridge penalty, on diamonds' "
+            "validation rows and, on held-out rows of every table and a "
+            "synthetic one whose shards have fewer rows than columns, the "
+            "teachers' mean (non-private) beside the published student; "
             "'previous defaults': "
             "sequential queries, a Ridge student, the teacher as "
             "PrivatePredictionRegressor resolves itself (Ridge, rows / 10, "

@@ -277,6 +277,7 @@ def test_defaults_resolve_the_teachers_defaults_for_a_student(data):
     assert kt.teacher_params_["mechanism"] == "clipped_mean"
     steps = [type(step) for step in kt.teacher_params_["estimator"]]
     assert steps == [StandardScaler, Ridge]
+    assert kt.teacher_params_["estimator"][-1].alpha == 0.1  # a light penalty
     (used,) = RecordingTeacher.fitted_with
     assert used["n_estimators"] == len(X) // rows
     assert used["mechanism"] == "clipped_mean"

@@ -59,6 +59,9 @@ from ._private_regression import PrivatePredictionRegressor
 
 __all__ = ["KnowledgeTransferRegressor"]
 
+#: The resolved teachers' ridge penalty (on standardised columns).
+TEACHER_PENALTY = 0.1
+
 
 class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
     """A student regressor fitted on public rows labelled by a private regressor.
@@ -104,10 +107,11 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         ``epsilon = 1``, where direct answers take 10), because the
         student averages the labels' noise and so affords more noise per
         label for better teachers; ``estimator=None`` takes
-        ``make_pipeline(StandardScaler(with_mean=False), Ridge())`` (a
-        penalty that does not depend on the columns' units; the ridge fits
-        the intercept, so no centring is needed and sparse rows stay
-        sparse); the default
+        ``make_pipeline(StandardScaler(with_mean=False), Ridge(alpha=0.1))``
+        (a penalty that does not depend on the columns' units, and light:
+        on a shard of a few dozen rows a ridge's shrinkage is a bias the
+        teachers' mean keeps; the ridge fits the intercept, so no centring
+        is needed and sparse rows stay sparse); the default
         ``mechanism="adaptive_range"`` takes ``"clipped_mean"``, because
         uncertainty sampling asks about the extreme rows that a band
         released on the first round would clip. Each choice raised the
@@ -327,8 +331,12 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
                 )
                 resolved["n_estimators"] = max(1, n_samples // rows)
             if params["estimator"] is None:
+                # A light penalty: each teacher sees a few dozen rows, and the
+                # shrinkage of a ridge on so few rows is a bias that the
+                # teachers' mean keeps (docs/regression.rst, "Knowledge-transfer
+                # defaults", the teachers' penalty).
                 resolved["estimator"] = make_pipeline(
-                    StandardScaler(with_mean=False), Ridge()
+                    StandardScaler(with_mean=False), Ridge(alpha=TEACHER_PENALTY)
                 )
             if isinstance(params["mechanism"], str) and (
                 params["mechanism"] == "adaptive_range"
