@@ -304,18 +304,20 @@ def kt_sweep():
     """The evidence for KnowledgeTransferRegressor's defaults (docs/regression.rst)."""
     rows = []
 
-    def add(part, table, epsilon, what, **kwargs):
-        value = kt_validation(table, epsilon, **kwargs)
+    def record(part, table, epsilon, what, value):
         rows.append(
             {
                 "part": part,
-                "table": table.name,
+                "table": table,
                 "epsilon": epsilon,
                 "what": what,
                 "val_r2": value,
             }
         )
         print(f"  kt sweep {rows[-1]}", file=sys.stderr)
+
+    def add(part, table, epsilon, what, **kwargs):
+        record(part, table.name, epsilon, what, kt_validation(table, epsilon, **kwargs))
 
     diamonds = load_table("diamonds")
     n = diamonds.X_train.shape[0]
@@ -392,32 +394,15 @@ def kt_sweep():
     for name in ("diamonds", "flights", "wages", "food", "friedman1", "synthetic"):
         table = load_table(name) if name != "synthetic" else synthetic_table()
         for alpha in (1.0, 0.1, 0.01):
+            what = f"scaled ridge, alpha = {alpha:g}"
             for key, value in teachers_mean_holdout(table, alpha).items():
-                rows.append(
-                    {
-                        "part": f"teachers' penalty, {key}",
-                        "table": table.name,
-                        "epsilon": 1.0,
-                        "what": f"scaled ridge, alpha = {alpha:g}",
-                        "val_r2": value,
-                    }
-                )
-                print(f"  kt sweep {rows[-1]}", file=sys.stderr)
+                record(f"teachers' penalty, {key}", table.name, 1.0, what, value)
     for name in ("diamonds", "flights", "wages", "food"):
+        table = load_table(name)
         for what, student in STUDENTS.items():
-            table = load_table(name)
             student = None if student is None else student(table)
             for key, value in kt_student_holdout(table, student).items():
-                rows.append(
-                    {
-                        "part": f"student, {key}",
-                        "table": name,
-                        "epsilon": 1.0,
-                        "what": what,
-                        "val_r2": value,
-                    }
-                )
-                print(f"  kt sweep {rows[-1]}", file=sys.stderr)
+                record(f"student, {key}", name, 1.0, what, value)
     for name in ("diamonds", "wages", "food"):
         table = load_table(name)
         for what, estimator in {
@@ -426,16 +411,7 @@ def kt_sweep():
         }.items():
             teacher = None if estimator is None else {"estimator": estimator(table)}
             for key, value in kt_student_holdout(table, None, teacher=teacher).items():
-                rows.append(
-                    {
-                        "part": f"teachers, {key}",
-                        "table": name,
-                        "epsilon": 1.0,
-                        "what": what,
-                        "val_r2": value,
-                    }
-                )
-                print(f"  kt sweep {rows[-1]}", file=sys.stderr)
+                record(f"teachers, {key}", name, 1.0, what, value)
     for name in ("flights", "wages", "food", "friedman1"):
         table = load_table(name)
         for epsilon in KT_SWEEP["epsilons"]:
