@@ -305,6 +305,7 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         if self.student is not None or target_range is None:
             return student
         lo, hi = check_target_range(target_range, None, type(teacher).__name__)
+        student = clone(student)  # shares no step with the ranking student
         clipped = TransformedTargetRegressor(
             student.steps[-1][1],
             func=np.asarray,
