@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +58,13 @@ from _harness import (  # noqa: E402
 from regression_tables import (  # noqa: E402
     DELTA,
     Table,
+    ignore_expected_warnings,
     load_table,
     teachers_clipped_mean,
 )
 
 from dpsklearn import (  # noqa: E402
     KnowledgeTransferRegressor,
-    PrivacyLeakWarning,
     PrivateKernelRidge,
     PrivatePredictionRegressor,
 )
@@ -555,9 +554,7 @@ def main(argv=None):
         quick_help="a smoke run of every sweep on 4,000 Friedman #1 rows (CI)",
         add_arguments=_arguments,
     )
-    warnings.simplefilter("ignore", PrivacyLeakWarning)  # noise_random_state
-    warnings.filterwarnings("ignore", message="delta=.*1/n_samples")
-    warnings.filterwarnings("ignore", message=".*each private answer carries noise")
+    ignore_expected_warnings()
     if args.quick:
         start = time.perf_counter()
         rows = quick_sweep()
