@@ -306,12 +306,18 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
             accountant = self.accountant
         composition = getattr(accountant, "composition", "basic")
         options = mechanism.event_options(label, composition)
+        refusals = []
         for events in options:
             try:
                 if accountant.can_spend_events(events):
                     return accountant, events
-            except ValueError:  # a description this composition cannot use
-                continue
+            except ValueError as exc:  # a description this composition cannot use
+                refusals.append(exc)
+        if len(refusals) == len(options):
+            # No description of the spend is one this budget accepts (for
+            # example approximate releases on a shared zCDP budget): a
+            # ValueError about the accountant, before anything is spent.
+            raise ValueError(f"accountant: {refusals[-1]}") from refusals[-1]
         needed_epsilon = math.fsum(e.epsilon * e.count for e in options[-1])
         needed_delta = math.fsum(e.delta * e.count for e in options[-1])
         remaining = accountant.remaining

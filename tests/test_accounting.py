@@ -96,6 +96,30 @@ def _cks(rho, delta):
 _zcdp = _cks
 
 
+def _gdp(pairs, delta):
+    """Hand Gaussian DP: pairs of (mu_i, count_i); the epsilon at ``delta`` of
+    sqrt(sum count mu^2)-GDP (Dong, Roth and Su 2022, Cor. 2.13), by scipy's
+    brentq on the normal CDF (not dpsklearn's log-space formula)."""
+    from scipy.stats import norm
+
+    mu = math.sqrt(sum(c * m * m for m, c in pairs))
+    def excess(eps):
+        return (
+            norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+            - delta
+        )
+    return optimize.brentq(excess, 0.0, 100.0, xtol=1e-14, rtol=1e-13)
+
+
+def _pure_mu(eps):
+    """The GDP mu of an eps-DP release: randomized response's trade-off curve
+    touches G_mu at its kink, mu = Phi^-1(1 - a) - Phi^-1(a), a = 1/(1+e^eps)."""
+    from scipy.stats import norm
+
+    a = 1.0 / (1.0 + math.exp(eps))
+    return float(norm.isf(a) - norm.ppf(a))
+
+
 def _drv(pairs, slack):
     """Hand DRV: pairs of (eps_i, count_i)."""
     sq = sum(c * e * e for e, c in pairs)
@@ -122,6 +146,7 @@ def _case_laplace_exponential():
             ],
             DELTA,
         ),
+        "gdp": _gdp([(_pure_mu(0.1), 50), (_pure_mu(0.2), 30)], DELTA),
     }
     return events, expected
 
@@ -142,6 +167,7 @@ def _case_gaussian_laplace():
             [(dpa.GaussianDpEvent(10.0), 10), (DiscreteLaplaceDpEvent(0.05, 1), 100)],
             DELTA,
         ),
+        "gdp": _gdp([(0.1, 10), (_pure_mu(0.05), 100)], DELTA),
     }
     return events, expected
 
@@ -160,6 +186,7 @@ def _case_sparse_vector_exponential():
         "zcdp": 0.5 + _zcdp(100 * 0.01 / 8, conv),
         "rdp": 0.5 + _rdp([(dpa.ZCDpEvent(0.01 / 8), 100)], conv),
         "pld": 0.5 + _pld([(DiscreteLaplaceDpEvent(0.1, 1), 100)], conv),
+        "gdp": 0.5 + _gdp([(_pure_mu(0.1), 100)], conv),
     }
     return events, expected
 
@@ -179,6 +206,7 @@ def _case_discrete_and_continuous_laplace():
             [(DiscreteLaplaceDpEvent(1 / 20, 2), 40), (dpa.LaplaceDpEvent(10.0), 40)],
             DELTA,
         ),
+        "gdp": _gdp([(_pure_mu(0.1), 80)], DELTA),
     }
     return events, expected
 
@@ -192,6 +220,7 @@ def _case_thousand_laplace():
         "zcdp": _zcdp(1000 * 0.0001 / 2, DELTA),
         "rdp": _rdp([(_rr(0.01), 1000)], DELTA),
         "pld": _pld([(DiscreteLaplaceDpEvent(0.01, 1), 1000)], DELTA),
+        "gdp": _gdp([(_pure_mu(0.01), 1000)], DELTA),
     }
     return events, expected
 
@@ -207,6 +236,7 @@ def _case_one_big_laplace():
         "zcdp": 1.0,
         "rdp": min(1.0, _rdp([(dpa.LaplaceDpEvent(1.0), 1)], DELTA)),
         "pld": min(1.0, _pld([(dpa.LaplaceDpEvent(1.0), 1)], DELTA)),
+        "gdp": _gdp([(_pure_mu(1.0), 1)], DELTA),
     }
     return events, expected
 
@@ -556,14 +586,23 @@ def _filter_example(accountant):
 
 
 def test_shared_budgets_apply_the_filter_rule(tmp_path):
-    # Across adaptively chosen fits an approximate event cannot be carried
-    # beside rho (docs/design.rst, "Shared accountants and privacy filters"):
-    # a shared zCDP accountant and a ledger both fall back to basic, 1.55.
-    shared = PrivacyAccountant(2.0, 1e-5, "zcdp")
-    assert _filter_example(shared) == pytest.approx(1.55)
-    assert shared.composition_in_use.startswith("basic")
-    ledger = PrivacyLedger(tmp_path / "filter.sqlite", 2.0, 1e-5, "zcdp")
-    assert _filter_example(ledger) == pytest.approx(1.55)
+    # Across adaptively chosen fits an approximate event cannot be mixed into
+    # the zCDP filter (docs/accountant.rst, "Which events a shared budget
+    # accepts"): a shared zCDP accountant and a ledger refuse it with a
+    # ValueError that names the basic budget, and record nothing; a shared
+    # basic budget takes it, 1.55.
+    for shared in (
+        PrivacyAccountant(2.0, 1e-5, "zcdp"),
+        PrivacyLedger(tmp_path / "filter.sqlite", 2.0, 1e-5, "zcdp"),
+    ):
+        with pytest.raises(ValueError, match="composition='basic'"):
+            _filter_example(shared)
+        assert shared.events == [] and shared.spent == (0.0, 0.0)
+    for shared in (
+        PrivacyAccountant(2.0, 1e-5, "basic"),
+        PrivacyLedger(tmp_path / "basic.sqlite", 2.0, 1e-5, "basic"),
+    ):
+        assert _filter_example(shared) == pytest.approx(1.55)
     # RDP's best order is chosen after the fact: refused for a shared budget.
     with pytest.raises(ValueError, match="rdp"):
         PrivacyAccountant(2.0, 1e-5, "rdp")

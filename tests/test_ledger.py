@@ -296,7 +296,7 @@ def test_interface_matches_the_accountant(ledger_url):
     assert "spent under basic: epsilon=1," in text
 
 
-def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(ledger_url):
+def test_zcdp_is_used_for_pure_events_and_refuses_approximate_ones(ledger_url):
     ledger = PrivacyLedger(ledger_url("z"), 1.0, DELTA, "zcdp")
     accepted = 0
     while True:
@@ -313,14 +313,14 @@ def test_zcdp_is_used_for_pure_events_and_basic_once_approximate(ledger_url):
     mixed = PrivacyLedger(ledger_url("m"), 3.0, DELTA, "zcdp")
     mixed.spend_events([BoundedRangeEvent(0.05, count=50)])  # basic 2.5, zCDP ~0.7
     assert mixed.spent[0] < 1.0
-    # An approximate event moves the ledger to basic composition, which no
-    # longer has room for it: refused, nothing recorded.
-    with pytest.raises(BudgetExhaustedError, match="zcdp with approximate"):
-        mixed.spend_events([PrivacyEvent.approximate(0.6, 1e-7)])
+    # An approximate event has no rho: refused with a ValueError that names
+    # the basic budget, nothing recorded (docs/accountant.rst, "Which events
+    # a shared budget accepts").
+    for spend in (mixed.spend_events, mixed.can_spend_events):
+        with pytest.raises(ValueError, match="composition='basic'"):
+            spend([PrivacyEvent.approximate(0.4, 1e-7)])
     assert len(mixed.events) == 1
-    mixed.spend_events([PrivacyEvent.approximate(0.4, 1e-7)])
-    assert mixed.spent == pytest.approx((2.9, 1e-7))
-    assert "basic (zcdp with approximate events)" in mixed.report()
+    assert mixed.composition_in_use == "zcdp"
 
 
 def test_clone_deepcopy_and_pickle_share_the_ledger(ledger_url):

@@ -54,6 +54,9 @@ from ._discrete_gaussian import (
     discrete_gaussian_delta,
     discrete_gaussian_epsilon,
     gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    pure_gdp_mu,
 )
 from ._events import (
     ApproximateEvent,
@@ -110,6 +113,9 @@ __all__ = [
     "drv_epsilon",
     "drv_epsilon_unchecked",
     "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "pure_gdp_mu",
     "kov_delta",
     "kov_epsilon",
     "kov_epsilon_unchecked",

@@ -23,13 +23,14 @@ class PrivacyAccountant(BaseAccountant):
     delta : float, default=0.0
         Total delta budget. With ``delta = 0`` only basic composition can
         certify anything (every tight figure is then min(basic, ...) = basic).
-    composition : {"basic", "zcdp"}, default="basic"
+    composition : {"basic", "zcdp", "gdp"}, default="basic"
         How spends compose. An accountant you construct and pass to
         estimators is *shared* between fits, which choose their releases
-        adaptively, so it accepts only the privacy filters ``"basic"`` and
-        ``"zcdp"`` (``docs/design.rst``, "Shared accountants and privacy
-        filters"). The accountant a model makes for itself (``accountant=
-        None``) may also use ``"advanced"``, ``"rdp"`` and ``"pld"``.
+        adaptively, so it accepts only the privacy filters ``"basic"``,
+        ``"zcdp"`` and ``"gdp"`` (``docs/accountant.rst``, "Which events a
+        shared budget accepts"). The accountant a model makes for itself
+        (``accountant=None``) may also use ``"advanced"``, ``"rdp"`` and
+        ``"pld"``.
 
     Attributes
     ----------
@@ -56,16 +57,21 @@ class PrivacyAccountant(BaseAccountant):
     accountant a model creates for itself pickles with the model; each copy
     then carries its own remaining budget.
 
-    The filter rule. Under ``"zcdp"`` a shared accountant reports and checks
-    ``min(basic, zcdp)`` only while every event is pure; once an event with
-    ``delta > 0`` and a ``rho`` (a Gaussian release with a stated ``(epsilon,
-    delta)``) is recorded or offered, it composes by ``rho`` alone; once an
-    approximate ``(epsilon, delta)`` event without a ``rho`` (a sparse vector
-    instance reserved as a whole) is recorded, its total falls back to basic
-    composition, as a :class:`~dpsklearn.PrivacyLedger`'s does: carrying such
-    events beside ``rho`` holds only for a sequence of mechanisms fixed in
-    advance. The ``rho`` total converts at its best Renyi order (Canonne,
-    Kamath and Steinke 2020, Proposition 12).
+    The filter rule. ``"basic"`` accepts every release with a stated
+    ``(epsilon, delta)``. ``"zcdp"`` accepts releases with a ``rho`` (pure,
+    exponential-mechanism, Gaussian) and keeps their total within the
+    largest ``rho`` that converts to the budget (Feldman and Zrnic 2021,
+    converted at the best Renyi order: Canonne, Kamath and Steinke 2020,
+    Proposition 12); it reports ``min(basic, zcdp)`` only while every event
+    is pure. ``"gdp"`` accepts releases with a Gaussian-DP ``mu`` (Gaussian
+    noise, and pure releases) and keeps ``sum mu_i^2`` within the largest
+    ``mu^2`` that converts to the budget (Smith and Thakurta 2022): for
+    Gaussian releases a ``rho`` of 0.0359 at ``(1, 1e-5)`` against 0.0306.
+    Both refuse approximate ``(epsilon, delta)`` releases (a sparse vector
+    instance reserved as a whole) with a ValueError that says to use
+    ``"basic"``: letting them in, beside the filter or by switching to basic
+    composition, lets a caller who chooses the next release from the last
+    output exceed delta.
 
     Examples
     --------

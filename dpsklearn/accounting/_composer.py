@@ -11,27 +11,40 @@ only basic composition certifies anything.
 The same composer serves an estimator's own accountant and a budget shared
 between fits (a user's :class:`~dpsklearn.PrivacyAccountant` or a
 :class:`~dpsklearn.PrivacyLedger`). Across adaptively chosen fits only
-privacy filters are valid (``docs/design.rst``, "Shared accountants and
-privacy filters"), so a *shared* composer applies one rule, for the
+privacy filters are valid (``docs/accountant.rst``, "Which events a shared
+budget accepts"), so a *shared* composer applies one rule, for the
 accountant and the ledger alike:
 
-* only ``"basic"`` (Rogers, Roth, Ullman and Vadhan 2016) and ``"zcdp"``
-  (the zCDP filter of Feldman and Zrnic 2021) are accepted; ``"advanced"``,
+* only ``"basic"`` (Rogers, Roth, Ullman and Vadhan 2016), ``"zcdp"`` (the
+  zCDP filter of Feldman and Zrnic 2021) and ``"gdp"`` (the Gaussian-DP
+  filter of Smith and Thakurta 2022) are accepted; ``"advanced"``,
   ``"pld"`` and ``"rdp"`` (whose best order is chosen after the fact) are
   refused;
+* ``"zcdp"`` and ``"gdp"`` refuse an approximate ``(epsilon, delta)`` event
+  (one with no ``rho``, no ``mu``) with a ValueError, offered or recorded:
+  carried beside the filter, or switching the whole total to basic
+  composition once one arrives, either lets an analyst who chooses the
+  next event from the released output take both analyses at once (an
+  exact ``delta(1)`` of 1.2e-5 on a ``(1, 1e-5)`` budget). Approximate
+  events need a ``"basic"`` shared budget;
 * under ``"zcdp"``, ``min(basic, zcdp)`` is offered only while every
   recorded and offered event is pure (``delta_i = 0``, a pointwise loss
   bound): the coupling argument behind the minimum needs it. Once an event
   with ``delta_i > 0`` and a ``rho`` (a Gaussian release with a stated
   ``(epsilon, delta)``) is in the total, it is composed by ``rho`` alone;
-* under ``"zcdp"``, once an approximate ``(epsilon, delta)`` event (one with
-  no ``rho``) is in the total, the whole total falls back to basic
-  composition, because the ``rho`` budget left beside such events would
-  depend on adaptively chosen events.
+* under ``"gdp"`` only events with a Gaussian-DP ``mu`` are accepted
+  (Gaussian releases, ``mu = sensitivity / sigma``, and pure ones through
+  :func:`~dpsklearn.accounting.pure_gdp_mu`), composed by ``sum mu_i^2``
+  alone.
 
 The ``rho`` total converts at the best Renyi order (Canonne, Kamath and
 Steinke 2020, Proposition 12; :func:`cks_epsilon`), which the filter allows:
-it holds the curve ``alpha * rho_B`` at every order at once.
+it holds the curve ``alpha * rho_B`` at every order at once. The ``mu``
+total converts exactly (Dong, Roth and Su 2022, Corollary 2.13).
+
+A ledger written by an earlier dpsklearn may already hold approximate events
+under ``"zcdp"``; its total is then read by basic composition, and no new
+approximate event is accepted.
 
 Within one fit, where every event is known in advance, any composition
 applies.
@@ -43,14 +56,18 @@ import copy
 import math
 
 from ._composition import cks_epsilon
-from ._events import ApproximateEvent, dp_accounting
+from ._discrete_gaussian import gdp_epsilon, pure_gdp_mu
+from ._events import ApproximateEvent, GaussianEvent, PrivacyEvent, dp_accounting
 
 __all__ = ["COMPOSITIONS", "FILTER_VALID", "Composer", "check_composition"]
 
 #: The compositions an accountant understands.
-COMPOSITIONS = ("basic", "advanced", "zcdp", "rdp", "pld")
+COMPOSITIONS = ("basic", "advanced", "zcdp", "rdp", "pld", "gdp")
 #: The ones that are privacy filters: all a shared budget accepts.
-FILTER_VALID = ("basic", "zcdp")
+FILTER_VALID = ("basic", "zcdp", "gdp")
+#: The filters that compose a per-event curve parameter (rho, mu), and so
+#: refuse approximate events on a shared budget.
+_CURVE_FILTERS = ("zcdp", "gdp")
 
 # Slack for floating-point sums: a budget spent in several equal parts must
 # not be refused because 0.1 + 0.2 > 0.3 in binary.
@@ -84,6 +101,22 @@ def epsilon_fits(value, budget):
 
 def delta_fits(value, budget):
     return value <= budget * (1 + _TOLERANCE) + 1e-300
+
+
+def unit_mu(release: PrivacyEvent) -> float | None:
+    """Gaussian-DP ``mu`` of one release, or None when it has none.
+
+    A Gaussian release of L2 sensitivity ``s`` and noise ``sigma`` is exactly
+    ``(s / sigma)``-GDP (Dong, Roth and Su 2022, Theorem 2.7); a pure
+    ``epsilon``-DP release (Laplace, exponential mechanism) is
+    :func:`~dpsklearn.accounting.pure_gdp_mu` ``(epsilon)``-GDP. An
+    approximate ``(epsilon, delta)`` release has no ``mu``.
+    """
+    if isinstance(release, GaussianEvent):
+        return release.sensitivity / release.sigma
+    if release.delta == 0 and release.unit_rho() is not None:
+        return pure_gdp_mu(release.epsilon)
+    return None
 
 
 def _new_dp_accountant(composition):
@@ -156,7 +189,34 @@ class Composer:
         return self
 
     def check_usable(self, events):
-        """Basic and advanced composition need each release's own epsilon."""
+        """Refuse, with a ValueError, an event this composition cannot account.
+
+        Basic and advanced composition need each release's own epsilon; a
+        shared ``"zcdp"`` or ``"gdp"`` budget refuses approximate events
+        (module docstring); ``"gdp"`` needs each event's ``mu``.
+        """
+        if self.shared and self.composition in _CURVE_FILTERS:
+            curve = "rho" if self.composition == "zcdp" else "Gaussian-DP mu"
+            for event in events:
+                if not event.count:
+                    continue
+                if self.composition == "zcdp":
+                    has_curve = event.unit_rho() is not None
+                else:
+                    has_curve = unit_mu(event) is not None
+                if not has_curve:
+                    raise ValueError(
+                        f"a budget shared under composition={self.composition!r} "
+                        f"accepts only releases with a {curve} (pure, "
+                        "exponential-mechanism or Gaussian releases); got an "
+                        f"approximate (epsilon={event.epsilon:.6g}, delta="
+                        f"{event.delta:.3g}) release. Mixed into this filter, such "
+                        "releases let a caller who chooses the next release from "
+                        "the last output exceed delta. Use a shared budget with "
+                        "composition='basic' for approximate releases "
+                        "(docs/accountant.rst, 'Which events a shared budget "
+                        "accepts')."
+                    )
         if self.in_use() in ("basic", "advanced"):
             for event in events:
                 if math.isinf(event.epsilon) and event.count:
@@ -174,7 +234,11 @@ class Composer:
         return any(r.delta > 0 for r in self.release_counts)
 
     def in_use(self):
-        """The composition the figures are computed under (the filter rule)."""
+        """The composition the figures are computed under (the filter rule).
+
+        Basic for a shared zCDP ledger written by an earlier dpsklearn that
+        already holds approximate events (no new one is accepted).
+        """
         if self.shared and self.composition == "zcdp" and self.has_approximate():
             return "basic"
         return self.composition
@@ -192,12 +256,17 @@ class Composer:
         """
         if not self.shared or self.in_use() == "basic":
             return True
+        if self.composition == "gdp":
+            # The Gaussian-DP filter is proved for sum mu_i^2 alone.
+            return False
         return not self.has_positive_delta()
 
     def describe(self):
         """The composition in use, said for reports and errors."""
         if self.in_use() != self.composition:
             return "basic (zcdp with approximate events)"
+        if self.shared and self.composition == "gdp":
+            return "gdp (sum of mu^2 alone)"
         if not self.basic_offered():
             return "zcdp (rho alone: an event has delta > 0)"
         return self.composition
@@ -263,6 +332,12 @@ class Composer:
         if composition == "zcdp":
             rho = math.fsum(r.unit_rho() * self.release_counts[r] for r in tight)
             return cks_epsilon(rho, conversion_delta) + approx_eps
+        if composition == "gdp":
+            mus = [(unit_mu(r), self.release_counts[r]) for r in tight]
+            if any(mu is None for mu, _ in mus):
+                return math.inf
+            mu = math.sqrt(math.fsum(c * m * m for m, c in mus))
+            return gdp_epsilon(mu, conversion_delta) + approx_eps
         if composition != self.composition:
             raise ValueError("rdp / pld figures need a composer built for them.")
         epsilon = float(self._dp_accountant().get_epsilon(conversion_delta))

@@ -101,7 +101,7 @@ class PrivacyLedger(BaseAccountant):
     delta : float, default=None
         Total delta budget (0 when creating with None); checked like
         ``epsilon`` when opening.
-    composition : {"basic", "zcdp"}, default=None
+    composition : {"basic", "zcdp", "gdp"}, default=None
         How spends compose: ``"basic"`` when creating with None, the stored
         one when opening (a different value raises ValueError). Only
         filter-valid compositions are accepted (see Notes).
@@ -151,11 +151,12 @@ class PrivacyLedger(BaseAccountant):
 
     Filter validity. A ledger sees events chosen adaptively, across fits
     and processes, so it applies the rule of every shared budget
-    (``docs/design.rst``, "Shared accountants and privacy filters"), the
+    (``docs/accountant.rst``, "Which events a shared budget accepts"), the
     same code as a shared :class:`~dpsklearn.PrivacyAccountant`: only
-    ``"basic"`` and ``"zcdp"`` (the zCDP filter of Feldman and Zrnic 2021)
-    are accepted, and once the ledger holds an approximate ``(epsilon,
-    delta)`` event, ``"zcdp"`` reports and checks basic composition.
+    ``"basic"``, ``"zcdp"`` (the zCDP filter of Feldman and Zrnic 2021) and
+    ``"gdp"`` (the Gaussian-DP filter of Smith and Thakurta 2022) are
+    accepted, and ``"zcdp"`` and ``"gdp"`` refuse approximate ``(epsilon,
+    delta)`` events with a ValueError (use ``"basic"`` for them).
 
     Sharing. ``pickle`` stores only the location (the file path, or the
     PostgreSQL URL as given, password included: a pickle of a model is as

@@ -32,6 +32,7 @@ import threading
 import time
 
 from ._base import ModelRecord, parse_record, record_text
+from ._composer import FILTER_VALID
 
 __all__ = ["LedgerError", "LedgerStore", "TransientLedgerError"]
 
@@ -261,7 +262,7 @@ class LedgerStore(abc.ABC):
                 raise ValueError(f"epsilon {meta['epsilon']!r}")
             if not 0 <= meta["delta"] < 1:
                 raise ValueError(f"delta {meta['delta']!r}")
-            if meta["composition"] not in ("basic", "zcdp"):
+            if meta["composition"] not in FILTER_VALID:
                 raise ValueError(f"composition {meta['composition']!r}")
             if not isinstance(meta["store_noisy_threshold"], bool):
                 raise ValueError("store_noisy_threshold is not a bool")
