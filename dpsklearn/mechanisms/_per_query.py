@@ -93,10 +93,11 @@ class _PerQuery(Mechanism):
         self, label: str | None = None, composition: str = "basic"
     ) -> list[list[PrivacyEvent]]:
         # An accountant that composes Renyi curves (the candidates' budget
-        # in a private search) can take the m releases themselves, which a
-        # whole (epsilon, delta) event does not describe.
+        # in a private search, a shared zCDP budget, which refuses a whole
+        # (epsilon, delta) event) can take the m releases themselves, which
+        # a whole (epsilon, delta) event does not describe.
         options = [self.privacy_events(label)]
-        if composition == "rdp" and self.calibration_name != "basic":
+        if composition in ("rdp", "zcdp") and self.calibration_name != "basic":
             options.insert(0, self._curve_events(label))
         return options
 
