@@ -35,6 +35,8 @@ import warnings
 import numpy as np
 import pytest
 from _helpers import STUMP
+from sklearn.linear_model import LogisticRegression
+from sklearn.tree import DecisionTreeClassifier
 
 from dpsklearn import (
     KnowledgeTransferClassifier,
@@ -44,6 +46,7 @@ from dpsklearn import (
 )
 from dpsklearn._base import PublicLabelsMixin
 from dpsklearn.audit import epsilon_lower_bound
+from dpsklearn.teachers import clear_teacher_cache
 
 EPSILON = 1.0  # the claim of every audited model
 CONFIDENCE = 0.95
@@ -206,3 +209,38 @@ def test_fit_outcome_refusing_one_class_caught(name, refuses_one_class):
     )
     assert (refused_0, refused_1) == (RUNS, 0)
     assert bound > 4 * EPSILON, (name, bound)
+
+
+class _WarnsOnLabelOne(DecisionTreeClassifier):
+    """A teacher whose fit warns when its shard holds a label 1 (private)."""
+
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        if np.any(np.asarray(y) == 1):
+            warnings.warn("this shard holds a label 1", UserWarning, stacklevel=2)
+        return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_teachers_warnings_are_not_shown(name):
+    """A teacher's warning reads its shard: showing it would release the shard."""
+    # The teacher cache would otherwise hand one model the teachers another
+    # test fitted, and nothing would be trained (or warn).
+    clear_teacher_cache()
+    model = MODELS[name](0)
+    teacher = _WarnsOnLabelOne(max_depth=1)
+    if isinstance(model, KnowledgeTransferClassifier):
+        # The student is fitted on public rows and released labels: a plain
+        # one, so that only the teacher's warnings are in question.
+        model.set_params(
+            teacher__estimator=teacher,
+            teacher__n_estimators=1,
+            student=LogisticRegression(),
+        )
+        extra = (X_PUBLIC,)
+    else:
+        model.set_params(estimator=teacher, n_estimators=1)
+        extra = ()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, Y_TWO_CLASSES, *extra)
+    assert not [w for w in caught if "label 1" in str(w.message)]
