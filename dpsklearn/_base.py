@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,7 +257,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         self._validate_params()
         plan = self._plan(X, y, **fit_params)
         accountant, events = self._reserve(plan.mechanism, self.epsilon, plan.delta)
-        fitted = dict(self._train(plan))
+        fitted = dict(self._train_silently(plan))
         accountant.spend_events(events)  # atomic: the whole release is reserved
         serving = dict(plan.serving)
         state, noise = self._start_serving(plan.mechanism, accountant, **serving)
@@ -280,6 +281,21 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     def _train(self, plan: FitPlan) -> dict:
         """The private computation; returns fitted attributes."""
         return {}
+
+    def _train_silently(self, plan: FitPlan) -> dict:
+        """:meth:`_train` with every warning it raises dropped.
+
+        Training reads the private rows before the spend, and its warnings
+        (a teacher's ``ConvergenceWarning`` on one shard, a solver's on an
+        ill-conditioned system) would be an unpaid release of them: whether
+        they are shown must not depend on the data
+        (``docs/privacy_contract.rst``, "What fit reads before the spend").
+        Every warning of ``fit`` that is shown is raised by :meth:`_plan`,
+        from public inputs.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._train(plan)
 
     def _release(self, plan: FitPlan, fitted: dict, noise) -> None:
         """Release once at ``fit``, after the spend, by editing ``fitted`` in place.

@@ -675,20 +675,23 @@ class _CountingTree(DecisionTreeClassifier):
             "classifier",
         ),
         (
+            # classes=None: the label set (one class) was read from y, and the
+            # refusal says so (a public `classes` would fit this y).
             lambda acc: SubsampleAggregateClassifier(
                 _CountingTree(), n_estimators=5, accountant=acc
             ),
             np.zeros_like(Y),
             ValueError,
-            "one class",
+            "classes is None.*one class only",
         ),
         (
+            # A public label set of one class: refused from `classes` alone.
             lambda acc: PrivatePredictionClassifier(
-                _CountingTree(), n_estimators=5, classes=[0, 1], accountant=acc
+                _CountingTree(), n_estimators=5, classes=[1], accountant=acc
             ),
             np.ones_like(Y),
             ValueError,
-            "one class",
+            r"classes=\[1\] holds one label",
         ),
         (
             # 600 rows at 20 per shard: a leaf of 50 rows cannot be met.
@@ -715,8 +718,8 @@ class _CountingTree(DecisionTreeClassifier):
         "regressor teaching a sparse vector classifier",
         "regressor teaching a per-query classifier",
         "classifier teaching a regressor",
-        "one class, subsample",
-        "one class, private prediction",
+        "one class read from y, subsample",
+        "one public class, private prediction",
         "min_samples_leaf above the shard, fixed k",
         "min_samples_leaf above the shard, auto k",
     ],

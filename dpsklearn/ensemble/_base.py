@@ -30,6 +30,7 @@ __all__ = [
     "MIN_SAMPLES_PER_SHARD",
     "TeacherEnsembleMixin",
     "labels_from_indices",
+    "one_class_read_from_y",
 ]
 
 #: Rows per shard that ``n_estimators="auto"`` keeps at least.
@@ -106,13 +107,17 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         """The most teachers that keep ``_min_rows_per_teacher`` rows each."""
         return max(1, n_samples // self._min_rows_per_teacher)
 
-    def _check_teacher(self, n_samples, *, classifier, y=None):
+    def _check_teacher(self, n_samples, *, classifier):
         """Refuse, before anything is spent, a teacher that cannot learn here.
 
-        Public facts only: the estimator's type and parameters, the public
-        label count, and the number of rows each of the most teachers the
-        data supports would get (``n_estimators`` itself is checked again
-        once resolved, by :meth:`_check_shard_size`).
+        Public facts only: the estimator's type and parameters, and the
+        number of rows each of the most teachers the data supports would get
+        (``n_estimators`` itself is checked again once resolved, by
+        :meth:`_check_shard_size`). Never the private labels: with a public
+        ``classes``, a ``y`` of one class is a neighbour of one with two
+        (replace one record), so refusing it would show which one was given
+        (``docs/privacy_contract.rst``, "What fit reads before the spend").
+        Its shards' teachers are constant teachers, voting that class.
         """
         base = self._base_estimator()
         if classifier and is_regressor(base):
@@ -126,12 +131,23 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
                 f"estimator={base!r} is a classifier, but {type(self).__name__} "
                 "averages regression predictions. Use a regressor."
             )
-        if classifier and y is not None and np.unique(y).size < 2:
-            raise ValueError(
-                "y holds one class only: every teacher would vote for it, and "
-                "nothing about the data could be learned privately. Pass "
-                "training labels with at least two classes."
-            )
+
+    def _check_label_set(self, classes):
+        """Refuse a label set of fewer than two classes (public with ``classes``).
+
+        With ``classes`` given, only that public parameter is read. With
+        ``classes=None`` the label set was read from the private labels
+        (which :class:`~dpsklearn.PrivacyLeakWarning` has said), so this
+        refusal reads them too, and says so.
+        """
+        if len(classes) >= 2:
+            return
+        if self.classes is None:
+            raise ValueError(one_class_read_from_y())
+        raise ValueError(
+            f"classes={self.classes!r} holds one label: every answer would be "
+            "it. Pass the public label set, with at least two classes."
+        )
 
     def _check_shard_size(self, n_samples, n_estimators):
         """Warn (or refuse) before training when shards are too small to learn."""
@@ -244,6 +260,18 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         """Query rows by the input rule of ``fit`` (before anything is spent)."""
         check_is_fitted(self)
         return self._validate_input(X, reset=False)
+
+
+def one_class_read_from_y():
+    """The refusal of a one-class ``y`` when the label set was read from it."""
+    return (
+        "classes is None, so the label set was read from the private training "
+        "labels (classes_ = unique(y), with a PrivacyLeakWarning), and they hold "
+        "one class only; a label set of one class cannot be served. This "
+        "refusal reads the private labels, as reading the label set from them "
+        "does. Pass the public label set as `classes`: a y of one class is then "
+        "fitted like any other (its teachers vote that class)."
+    )
 
 
 def _watch_for_one_class(model, index):

@@ -26,6 +26,7 @@ from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets
 
+from ._base import one_class_read_from_y
 from ._knowledge_transfer_base import (
     BaseKnowledgeTransfer,
     predict_accepts_abstained,
@@ -215,6 +216,8 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         classes = getattr(teacher, "classes", None)
         if classes is None:  # the teacher warns that it reads them from y
             classes = np.unique(y)
+            if classes.size < 2:  # the teacher's own refusal, said first
+                raise ValueError(one_class_read_from_y())
         return np.resize(np.asarray(classes), n)
 
     @staticmethod

@@ -360,7 +360,8 @@ class PrivatePredictionClassifier(
         X, y_encoded, classes = self._validate_classification_data(X, y)
         n_samples, n_classes = X.shape[0], len(classes)
         self._check_epsilon_delta(n_samples, delta_positive=gnmax)
-        self._check_teacher(n_samples, classifier=True, y=y_encoded)
+        self._check_teacher(n_samples, classifier=True)
+        self._check_label_set(classes)
         n_estimators = self._resolve_k(n_samples, options)
         self._check_shard_size(n_samples, n_estimators)
         mechanism = options.calibrate(

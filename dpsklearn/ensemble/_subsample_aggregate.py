@@ -326,7 +326,8 @@ default="auto"
         X, y_encoded, classes = self._validate_classification_data(X, y)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
-        self._check_teacher(n_samples, classifier=True, y=y_encoded)
+        self._check_teacher(n_samples, classifier=True)
+        self._check_label_set(classes)
         options = self._choose_mechanism(n_samples)
         if isinstance(options, ConfidentGNMax):
             mechanism, options, n_estimators, max_queries = self._confident_gnmax(
