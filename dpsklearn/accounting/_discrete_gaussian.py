@@ -116,7 +116,7 @@ def gdp_mu(epsilon: float, delta: float, rtol: float = 1e-12) -> float:
     >>> from dpsklearn.accounting import gdp_mu
     >>> mu = gdp_mu(1.0, 1e-5)
     >>> round(mu, 4), round(mu**2 / 2, 4)
-    (0.2679, 0.0359)
+    (0.2681, 0.0359)
     """
     epsilon, delta = float(epsilon), float(delta)
     if not delta > 0:
