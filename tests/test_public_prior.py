@@ -155,6 +155,46 @@ def test_margin_bounds_the_release_of_a_minority_answer():
     )
 
 
+def test_all_of_delta_pays_for_the_instances_and_fallbacks():
+    # No stability part (a released answer is public once "passed" is
+    # known): the T instances and their T noisy-max fallbacks are composed
+    # at the whole delta. At benchmarks/public_prior.py's setting (epsilon 1,
+    # delta 1e-5, T = 100, noisy-max share 1/2, Laplace noises) eps0 rises
+    # from 0.023274 (the stability test's, composed at 55 % of delta) to
+    # 0.024100 (docs/accounting_theory.rst, "Tighter calibrations").
+    from test_bounded_range import alternating_lattice_game
+
+    from dpsklearn.accounting import alternating_delta
+    from dpsklearn.mechanisms import StabilityTest
+
+    T = 100
+    test = PublicPriorTest.calibrate(
+        EPSILON, DELTA, max_unstable=T, n_teachers=500, max_queries=2_000
+    )
+    stability = StabilityTest.calibrate(EPSILON, DELTA, max_unstable=T)
+    cal, old = test.calibration, stability.calibration
+    assert cal.sparse_vector_delta == DELTA
+    assert cal.tail_probability == 0.0 and cal.delta_after(T) == DELTA
+    assert old.sparse_vector_delta < 0.6 * DELTA
+    # eps0 of one instance from its noises (Lyu, Su and Li 2017, Theorem 2).
+    eps0 = 1 / cal.threshold_scale + 2 / cal.query_scale
+    old_eps0 = 1 / old.threshold_scale + 2 / old.query_scale
+    assert old_eps0 == pytest.approx(0.023274, abs=1e-6)
+    assert eps0 >= 0.0240
+    assert eps0 == pytest.approx(0.024100, abs=1e-6)
+    assert test.fallback_epsilon == pytest.approx(eps0)  # share 1/2: one to one
+    # The pairs' exact game certifies the whole delta, tightly, and a
+    # strategy on a lattice (an independent lower bound on the game) already
+    # needs more than the share the stability test gave them.
+    assert alternating_delta(eps0, test.fallback_epsilon, T, EPSILON) <= DELTA
+    assert alternating_delta(eps0 * 1.002, eps0 * 1.002, T, EPSILON) > DELTA
+    lattice = alternating_lattice_game(eps0, eps0, T, EPSILON, 32)
+    assert old.sparse_vector_delta < lattice <= DELTA
+    # What is composed is all the test claims.
+    [event] = test.privacy_events()
+    assert (event.epsilon, event.delta) == (EPSILON, DELTA)
+
+
 @pytest.fixture(scope="module")
 def agreeing_data():
     rng = np.random.default_rng(0)

@@ -222,7 +222,7 @@ def per_release_epsilon(
     ('rdp', 0.0156)
     >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000)
     >>> name, round(eps_q, 4)
-    ('bounded_range', 0.0168)
+    ('bounded_range', 0.0169)
     >>> eps_q, name = per_release_epsilon(1.0, 1e-5, 1000, release="laplace")
     >>> name, round(eps_q, 4)
     ('kov', 0.0085)

@@ -176,7 +176,7 @@ class SoftMajority(_PerQuery):
     >>> mech = SoftMajority.calibrate(
     ...     1.0, 1e-5, max_queries=1000, n_teachers=100, n_classes=2)
     >>> mech.calibration_name, round(mech.epsilon_per_query, 4), mech.proba_cost
-    ('bounded_range', 0.0168, 1)
+    ('bounded_range', 0.0169, 1)
     """
 
     n_streams = 2  # predict, predict_proba

@@ -16,11 +16,14 @@ is a function of the public query and the public model alone once the
 outcome "passed" is known. So the guarantee is the sparse vector's alone,
 ``T`` AboveThreshold instances on sensitivity-1 scores (Lyu, Su and Li
 2017, Algorithm 7, which needs no monotonicity) composed with the at most
-``T`` paid fallback answers, exactly as for
-:class:`~dpsklearn.mechanisms.StabilityTest`; it uses that calibration's
-noises. Unlike the stability test, nothing is released *because* it is
-stable, so no stability margin (and no share of delta for it) is needed:
-the threshold is public and chosen for accuracy only.
+``T`` paid fallback answers, as for
+:class:`~dpsklearn.mechanisms.StabilityTest`. Unlike the stability test,
+nothing is released *because* it is stable, so no stability margin and no
+share of delta for a bad event is needed: the calibration is the stability
+test's with no stability part (``stability=False``), which composes the
+instances and the fallbacks at the whole delta (at epsilon 1, delta 1e-5,
+``T = 100``: ``eps0`` 0.024100 instead of 0.023274), and the threshold is
+public, chosen for accuracy only.
 
 The threshold. A released ``a_i`` should agree with the teachers' majority.
 With ``w = floor(k/2) + margin``, a query whose public answer holds at most
@@ -47,7 +50,7 @@ from ._base import Release
 from ._options import MechanismOptions
 from ._sparse_vector_calibration import SparseVectorCalibration
 from ._sparse_vector_tails import difference_tail
-from ._stability import StabilityEngine, StabilityTest
+from ._stability import StabilityEngine, StabilityTest, noisy_max_test_calibration
 
 __all__ = ["PublicPrior", "PublicPriorEngine", "PublicPriorTest", "agreement_margin"]
 
@@ -162,28 +165,28 @@ class PublicPriorTest(StabilityTest):
         noisy_max_share: float = 0.5,
         max_queries: int | None = None,
     ) -> PublicPriorTest:
-        """Calibrate the instances and fallbacks; set the threshold for accuracy."""
-        test = StabilityTest.calibrate(
+        """Calibrate the instances and fallbacks; set the threshold for accuracy.
+
+        No stability part: all of ``delta`` goes to the composition of the
+        ``T`` instances and the fallbacks (the module's docstring).
+        """
+        cal = noisy_max_test_calibration(
             epsilon,
             delta,
-            max_unstable=max_unstable,
-            calibration=noise,
-            fallback=fallback,
-            noisy_max_share=noisy_max_share,
-            max_queries=max_queries,
+            max_unstable,
+            noise,
+            fallback,
+            noisy_max_share,
+            max_queries,
+            stability=False,
         )
-        cal = test.calibration
         margin = agreement_margin(
             cal.query_scale, cal.threshold_scale, cal.noise, disagreement
         )
-        # The threshold is public; no stability part: nothing is released for
-        # being stable, so no share of delta pays for a bad event here.
-        cal = dataclasses.replace(
-            cal, threshold=float(n_teachers // 2 + margin), tail_probability=0.0
-        )
+        # The threshold is public and chosen for accuracy only.
+        cal = dataclasses.replace(cal, threshold=float(n_teachers // 2 + margin))
         return cls(
-            cal, test.max_unstable, test.fallback, test.fallback_epsilon, margin,
-            disagreement,
+            cal, max_unstable, fallback, cal.fallback_epsilon, margin, disagreement
         )
 
     def engine(self, noise: NoiseSource) -> PublicPriorEngine:

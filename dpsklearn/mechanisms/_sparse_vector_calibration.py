@@ -133,7 +133,7 @@ class SparseVectorCalibration:
         ``w``.
     sparse_vector_delta : float
         The delta of the sparse vector part; the rest of ``delta`` is the
-        stability part's.
+        stability part's (none of it without a stability part).
     tail_probability : float
         ``p = P(Z_query - Z_threshold > w)`` (exact for Laplace noises, an
         upper bound for Gaussian ones); the stability part's delta is at
@@ -277,12 +277,15 @@ def _composed(cal, n, f):
 
 
 # -- building the calibrations ---------------------------------------------------------
-def _from_route(name, route, per_instance, composition, common):
+def _from_route(name, route, per_instance, composition, common, stability):
     """A full-strength calibration from its route's parameters.
 
     The route paid for ``common["n_fallbacks"]`` fallback slots; the tail is
-    that of the route's two noises at ``w + 1``.
+    that of the route's two noises at ``w + 1`` (0 without a stability part:
+    no pass is a bad event).
     """
+    scales = route["query_scale"], route["threshold_scale"]
+    tail = difference_tail(int(route["threshold"]) + 1, *scales, name)
     return SparseVectorCalibration(
         **common,
         name=name,
@@ -291,21 +294,16 @@ def _from_route(name, route, per_instance, composition, common):
         query_scale=route["query_scale"],
         threshold=route["threshold"],
         sparse_vector_delta=route["sparse_vector_delta"],
-        tail_probability=float(
-            difference_tail(
-                int(route["threshold"]) + 1,
-                route["query_scale"],
-                route["threshold_scale"],
-                name,
-            )
-        ),
+        tail_probability=float(tail) if stability else 0.0,
         composition=composition,
         per_instance=per_instance,
         fallback_epsilon=route["fallback_epsilon"],
     )
 
 
-def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
+def _build(
+    name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries, stability
+):
     """One calibration, admissible or not; None where it cannot be built."""
     common = dict(
         epsilon=epsilon,
@@ -320,10 +318,16 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         # (``docs/design.rst``, "Joint composition of the test and its
         # fallback").
         route = laplace_route(
-            epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks, kind
+            epsilon,
+            delta,
+            cutoff,
+            share if n_fallbacks else 0.0,
+            n_fallbacks,
+            kind,
+            stability,
         )
         cal = _from_route(
-            "laplace", route, route["eps0"], route["composition"], common
+            "laplace", route, route["eps0"], route["composition"], common, stability
         )
     else:  # gaussian
         if max_queries is None:
@@ -336,10 +340,13 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
             max_queries,
             kind,
             n_fallbacks,
+            stability,
         )
         if route is None:
             return None
-        cal = _from_route("gaussian", route, route["coefficient"], "rdp", common)
+        cal = _from_route(
+            "gaussian", route, route["coefficient"], "rdp", common, stability
+        )
     composed = _composed(cal, cal.cutoff, cal.n_fallbacks)
     if cal.composition == "alternating":
         # Admissible only where the game itself certifies the whole test
@@ -382,10 +389,20 @@ def _replace(cal, **changes):
 
 
 @functools.lru_cache(maxsize=1024)
-def _candidates(epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
+def _candidates(
+    epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries, stability=True
+):
     return {
         name: _build(
-            name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries
+            name,
+            epsilon,
+            delta,
+            cutoff,
+            n_fallbacks,
+            share,
+            kind,
+            max_queries,
+            stability,
         )
         for name in SPARSE_VECTOR_CALIBRATIONS
     }
@@ -411,6 +428,7 @@ _PARAMS = {
     "fallback_share": [_SHARE],
     "fallback_kind": [_KINDS],
     "max_queries": [COUNT, None],
+    "stability": ["boolean"],
 }
 
 
@@ -424,6 +442,7 @@ def sparse_vector_candidates(
     fallback_share: float = 0.0,
     fallback_kind: str = "bounded_range",
     max_queries: int | None = None,
+    stability: bool = True,
 ) -> dict[str, SparseVectorCalibration | None]:
     """All sparse vector calibrations for a budget; None where not admissible.
 
@@ -445,6 +464,15 @@ def sparse_vector_candidates(
     fallback_kind : {"bounded_range", "pure"}, default="bounded_range"
     max_queries : int, default=None
         The most queries one instance can see; ``gaussian`` needs it.
+    stability : bool, default=True
+        Whether the test has a stability part (a bad event: an answer that
+        differs between neighbours passes). ``False`` for a test whose
+        released answers are public once its outcome is known (the
+        public-prior test, ``docs/design.rst``, "The public-prior test"):
+        all of ``delta`` goes to the composition of the instances and the
+        fallbacks, ``tail_probability`` is 0, and ``threshold`` is only the
+        yardstick that chose the noises (the stability threshold at tail
+        ``delta / T``); the caller sets its own threshold.
 
     Returns
     -------
@@ -471,6 +499,7 @@ def sparse_vector_candidates(
         float(fallback_share),
         fallback_kind,
         None if max_queries is None else int(max_queries),
+        bool(stability),
     )
     return {
         name: (c if c is not None and c.admissible else None)
@@ -492,6 +521,7 @@ def calibrate_sparse_vector(
     fallback_share: float = 0.0,
     fallback_kind: str = "bounded_range",
     max_queries: int | None = None,
+    stability: bool = True,
 ) -> SparseVectorCalibration:
     """Noises, threshold and fallback epsilon of a sparse vector stability test.
 
@@ -511,7 +541,7 @@ def calibrate_sparse_vector(
         threshold ``w``. The paper-structured ``"paper"``, ``"exact"`` and
         ``"pure"`` were removed in 0.2 (a ValueError says where their
         reference implementations live).
-    n_fallbacks, fallback_share, fallback_kind, max_queries
+    n_fallbacks, fallback_share, fallback_kind, max_queries, stability
         As in :func:`sparse_vector_candidates`.
 
     Returns
@@ -549,14 +579,25 @@ def calibrate_sparse_vector(
         float(fallback_share),
         fallback_kind,
         None if max_queries is None else int(max_queries),
+        bool(stability),
     )
 
 
 @functools.lru_cache(maxsize=1024)
 def _calibrate_cached(
-    epsilon, delta, cutoff, calibration, n_fallbacks, share, kind, max_queries
+    epsilon,
+    delta,
+    cutoff,
+    calibration,
+    n_fallbacks,
+    share,
+    kind,
+    max_queries,
+    stability=True,
 ):
-    cands = _candidates(epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries)
+    cands = _candidates(
+        epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries, stability
+    )
     if calibration != "auto":
         chosen = cands[calibration]
         if chosen is None and max_queries is not None:

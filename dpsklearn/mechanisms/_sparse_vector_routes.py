@@ -125,6 +125,15 @@ def _slots(cutoff, share, n_fallbacks):
     return cutoff if n_fallbacks is None else int(n_fallbacks)
 
 
+def _tail_target(delta, delta_sv, cutoff, stability):
+    """The tail ``w`` must reach: the stability part's ``delta`` per draw.
+
+    Without a stability part, ``delta / T``: a yardstick for the far tail of
+    the noises' difference only (no delta is spent on it).
+    """
+    return (delta - delta_sv if stability else delta) / cutoff
+
+
 def _refine(values, step, lo, hi):
     """The fine grid within one coarse step either side of the coarse best."""
     best = values
@@ -134,7 +143,13 @@ def _refine(values, step, lo, hi):
 
 @functools.lru_cache(maxsize=512)
 def laplace_route(
-    epsilon, delta, cutoff, share, n_fallbacks=None, fallback_kind="pure"
+    epsilon,
+    delta,
+    cutoff,
+    share,
+    n_fallbacks=None,
+    fallback_kind="pure",
+    stability=True,
 ):
     """The ``laplace`` calibration: a dict of its parameters (smallest ``w``).
 
@@ -162,6 +177,12 @@ def laplace_route(
         composed by the exact alternating game
         (:func:`~dpsklearn.accounting.largest_alternating_scale`), a quarter
         of a pure release's cost per answer; else both kinds as pure.
+    stability : bool, default=True
+        Whether the test has a stability part. Without one (a test that
+        releases nothing for being stable, such as the public-prior test)
+        all of ``delta`` goes to the composition, and ``w`` is only the
+        yardstick that chooses the noise split: the threshold a stability
+        test with these noises would need at tail ``delta / T``.
 
     Returns
     -------
@@ -186,16 +207,17 @@ def laplace_route(
             delta_sv = fraction * delta
             eps0 = _laplace_eps0(epsilon, delta_sv, cutoff, share, slots)
             s_q, s_t = _laplace_scales(eps0, threshold_share)
-            log_target = math.log((delta - delta_sv) / cutoff)
+            log_target = math.log(_tail_target(delta, delta_sv, cutoff, stability))
             n = smallest_tail_index(log_target, s_q, s_t, "laplace")
             scores[key] = (n, eps0, delta_sv, s_q, s_t)
         return scores[key][0], -fraction, threshold_share
 
-    coarse = min((score(f, u), f, u) for f in _COARSE_FRACTIONS for u in _COARSE_SHARES)
+    fractions = _COARSE_FRACTIONS if stability else (1.0,)
+    coarse = min((score(f, u), f, u) for f in fractions for u in _COARSE_SHARES)
     _, f0, u0 = coarse
     fine = min(
         (score(f, u), f, u)
-        for f in _refine(f0, _FINE_STEP, 0.01, 0.99)
+        for f in (_refine(f0, _FINE_STEP, 0.01, 0.99) if stability else (1.0,))
         for u in _refine(u0, _FINE_STEP, 0.05, 0.95)
     )
     _, fraction, threshold_share = fine
@@ -215,7 +237,7 @@ def laplace_route(
             # blocks beyond 150 pairs, at budgets of a few hundred): keep the
             # two kinds' eps0, which the game then does not have to certify.
             game_eps0 = eps0
-        log_target = math.log((delta - delta_sv) / cutoff)
+        log_target = math.log(_tail_target(delta, delta_sv, cutoff, stability))
         best = None
         for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
             q, t = _laplace_scales(game_eps0, u)
@@ -316,13 +338,21 @@ def _gaussian_sigmas(coefficient, ratio):
 
 @functools.lru_cache(maxsize=256)
 def gaussian_route(
-    epsilon, delta, cutoff, share, max_queries, fallback_kind, n_fallbacks=None
+    epsilon,
+    delta,
+    cutoff,
+    share,
+    max_queries,
+    fallback_kind,
+    n_fallbacks=None,
+    stability=True,
 ):
     """The ``gaussian`` calibration: a dict of its parameters, or None.
 
     None when no coefficient fits the budget (the ``log K`` term alone is
     too expensive). ``share`` splits the zCDP coefficients: the fallbacks
-    get ``share / (1 - share)`` of an instance's ``c`` each.
+    get ``share / (1 - share)`` of an instance's ``c`` each. ``stability``
+    as in :func:`laplace_route`.
 
     Examples
     --------
@@ -337,14 +367,15 @@ def gaussian_route(
     # Rank every (delta fraction, sigma ratio) by the normal approximation of
     # the tail, then settle the best few with the exact discrete tail.
     ranked = []
-    for fraction in (0.01, 0.02, *_COARSE_FRACTIONS):
+    fractions = (0.01, 0.02, *_COARSE_FRACTIONS) if stability else (1.0,)
+    for fraction in fractions:
         delta_sv = fraction * delta
         c = _largest_coefficient(
             epsilon, delta_sv, cutoff, max_queries, coef_ratio, slots
         )
         if c is None:
             continue
-        z = norm.isf((delta - delta_sv) / cutoff)
+        z = norm.isf(_tail_target(delta, delta_sv, cutoff, stability))
         for ratio in _GAUSSIAN_RATIOS:
             s_q, s_t = _gaussian_sigmas(c, ratio)
             ranked.append((z * math.hypot(s_q, s_t), fraction, ratio, c, delta_sv))
@@ -354,7 +385,7 @@ def gaussian_route(
     best = None
     for approximate, fraction, ratio, c, delta_sv in ranked[:4]:
         s_q, s_t = _gaussian_sigmas(c, ratio)
-        log_target = math.log((delta - delta_sv) / cutoff)
+        log_target = math.log(_tail_target(delta, delta_sv, cutoff, stability))
         n = smallest_tail_index(
             log_target, s_q, s_t, "gaussian", guess=int(approximate) + 1
         )

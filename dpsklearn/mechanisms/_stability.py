@@ -71,6 +71,37 @@ def _instances_started(test):
     return test.n_threshold_draws if test.n_queries else 0
 
 
+def noisy_max_test_calibration(
+    epsilon,
+    delta,
+    max_unstable,
+    calibration,
+    fallback,
+    noisy_max_share,
+    max_queries,
+    stability=True,
+):
+    """The ``T`` instances and their noisy-max fallbacks, calibrated together.
+
+    One fallback slot per instance when ``fallback="noisy_max"``, none for
+    ``"abstain"``. ``stability=False`` gives all of ``delta`` to the
+    instances and the fallbacks (:func:`calibrate_sparse_vector`): only for
+    a test that releases nothing because it is stable.
+    """
+    share = noisy_max_share if fallback == "noisy_max" else 0.0
+    return calibrate_sparse_vector(
+        epsilon,
+        delta,
+        max_unstable,
+        calibration,
+        n_fallbacks=max_unstable if share else 0,
+        fallback_share=share,
+        fallback_kind="bounded_range",
+        max_queries=max_queries,
+        stability=stability,
+    )
+
+
 class _TestEngine(Engine):
     """The serving state shared by both tests: a sparse vector engine."""
 
@@ -249,16 +280,14 @@ class StabilityTest(_TestMechanism):
         ``max_queries`` bounds the queries one instance can see (the
         ``"gaussian"`` calibration needs it).
         """
-        share = noisy_max_share if fallback == "noisy_max" else 0.0
-        sparse_vector = calibrate_sparse_vector(
+        sparse_vector = noisy_max_test_calibration(
             epsilon,
             delta,
             max_unstable,
             calibration,
-            n_fallbacks=max_unstable if share else 0,
-            fallback_share=share,
-            fallback_kind="bounded_range",
-            max_queries=max_queries,
+            fallback,
+            noisy_max_share,
+            max_queries,
         )
         return cls(
             sparse_vector, max_unstable, fallback, sparse_vector.fallback_epsilon
