@@ -416,7 +416,11 @@ def markdown(result):
         "event exists). PLD: dp_accounting's `PLDAccountant`, with the "
         "exponential mechanism accounted as a generic eps_q-DP release (the "
         "worst-case pair; its bounded-range structure is not used), hence "
-        "fewer predictions than RDP.",
+        "fewer predictions than RDP. GDP: each eps_q-DP release is "
+        "2 Phi^-1(e^eps_q/(1 + e^eps_q))-GDP, composed in squares; the budget "
+        "for Gaussian releases (docs/accounting_theory.rst, 'Shared budgets of "
+        "Gaussian releases'), looser than zCDP for pure ones, so the figure is "
+        "basic's here and in the Laplace table below.",
         "",
         f"## Epsilon at delta = {DELTA:g} of {N_LAPLACE:,} Laplace releases, "
         f"eps_0 = {EPS_0}",
