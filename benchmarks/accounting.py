@@ -419,8 +419,8 @@ def markdown(result):
         "fewer predictions than RDP. GDP: each eps_q-DP release is "
         "2 Phi^-1(e^eps_q/(1 + e^eps_q))-GDP, composed in squares; the budget "
         "for Gaussian releases (docs/accounting_theory.rst, 'Shared budgets of "
-        "Gaussian releases'), looser than zCDP for pure ones, so the figure is "
-        "basic's here and in the Laplace table below.",
+        "Gaussian releases'), looser than zCDP for pure ones: basic's figure "
+        "here, and more than zCDP's for the Laplace releases below.",
         "",
         f"## Epsilon at delta = {DELTA:g} of {N_LAPLACE:,} Laplace releases, "
         f"eps_0 = {EPS_0}",
