@@ -38,7 +38,9 @@ from .ensemble import (
 from .exceptions import PrivacyLeakWarning
 from .mechanisms import SoftLabelHistogram, SparseVector
 
-__all__ = ["adult_encoder", "adult_frames", "frame_teacher", "main", "run_demo"]
+__all__ = [
+    "run_demo",
+]
 
 # Rows per shard: 30 gives 1,085 teachers on the 32,561 training rows. Every
 # model of the demo has the same rows, teacher, number of teachers and

@@ -27,9 +27,4 @@ __all__ = [
     "AuditResult",
     "audit",
     "audit_private_prediction",
-    "clopper_pearson",
-    "epsilon_lower_bound",
-    "exact_epsilon",
-    "plant_record",
-    "shard_rows",
 ]

@@ -16,6 +16,5 @@ __all__ = [
     "ExponentialMechanismERM",
     "ExponentialMechanismERMRegressor",
     "HypothesisSpace",
-    "Stump",
     "Thresholds",
 ]

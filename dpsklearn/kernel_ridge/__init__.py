@@ -30,12 +30,5 @@ from ._random_feature_ssp import (
 __all__ = [
     "KernelRidgeSchedule",
     "PrivateKernelRidge",
-    "RandomFeatureModel",
-    "auto_n_components",
-    "fit_random_feature_ssp",
     "kernel_ridge_schedule",
-    "linear_feature_map",
-    "random_feature_map",
-    "random_feature_statistics",
-    "random_fourier_frequencies",
 ]

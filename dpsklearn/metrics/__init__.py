@@ -17,8 +17,6 @@ from ._abstention import (
 )
 
 __all__ = [
-    "AbstentionScorer",
     "make_abstention_scorer",
     "predict_with_abstentions",
-    "warn_if_abstained",
 ]

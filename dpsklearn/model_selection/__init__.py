@@ -13,4 +13,7 @@ The mathematics is in ``docs/design.rst``, "Private model selection".
 from ._candidate_budget import CandidateBudget
 from ._search import PrivateGridSearch, is_publishable
 
-__all__ = ["CandidateBudget", "PrivateGridSearch", "is_publishable"]
+__all__ = [
+    "PrivateGridSearch",
+    "is_publishable",
+]

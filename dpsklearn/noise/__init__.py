@@ -37,25 +37,6 @@ from ._grid import (
 from ._selection import exponential_mechanism, project_to_simplex, repeated_candidates
 
 __all__ = [
-    "DiscreteLaplaceStream",
-    "DiscreteNoiseStream",
-    "NoiseSource",
-    "analytic_gaussian_delta",
-    "analytic_gaussian_sigma",
-    "default_grid_step",
     "discrete_gaussian",
     "discrete_laplace",
-    "exponential_mechanism",
-    "grid_discrete_gaussian",
-    "grid_gaussian",
-    "grid_high_dimensional_laplace",
-    "grid_laplace",
-    "grid_units",
-    "high_dimensional_laplace",
-    "l2_grid_units",
-    "make_noise_generators",
-    "project_to_simplex",
-    "repeated_candidates",
-    "rounded_gaussian",
-    "truncated_geometric",
 ]

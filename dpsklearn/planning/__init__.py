@@ -48,27 +48,11 @@ from ._sparse_vector import (
 from ._stability_plan import StabilityPlanRow, plan_stability_test
 
 __all__ = [
-    "MECHANISMS",
     "KernelRidgeSchedule",
-    "MarginHistogram",
-    "RegressionAnswerPlan",
-    "StabilityPlanRow",
-    "auto_n_estimators",
-    "confident_gnmax_outcome",
-    "distance_at_agreement",
     "erm_sample_size",
     "kernel_ridge_schedule",
-    "knowledge_transfer_shard_rows",
-    "min_distance_to_pass",
-    "n_estimators_for_agreement",
-    "n_estimators_for_agreement_by_calibration",
-    "pass_probability",
     "plan_regression_answers",
     "plan_stability_test",
     "predict_regime",
-    "private_margin_histogram",
-    "private_prediction_r",
-    "public_vote_counts",
     "statistical_query_sample_size",
-    "theorem_3_11_n_estimators",
 ]

@@ -18,9 +18,4 @@ from ._status import BudgetStatus
 
 __all__ = [
     "BudgetStatus",
-    "ReleaseCache",
-    "RowKeys",
-    "ServingState",
-    "row_keys",
-    "serve",
 ]

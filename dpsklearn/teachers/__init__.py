@@ -27,19 +27,5 @@ from ._inference import (
 from ._sharding import ConstantTeacher, fit_teachers, partition_indices, teacher_seeds
 
 __all__ = [
-    "ConstantTeacher",
-    "FusedLinearEnsemble",
     "clear_teacher_cache",
-    "count_teacher_votes",
-    "count_votes",
-    "ensemble_key",
-    "fit_teacher_ensemble",
-    "fit_teachers",
-    "fuse_teachers",
-    "fused_ensemble",
-    "partition_indices",
-    "teacher_class_probabilities",
-    "teacher_outputs",
-    "teacher_seeds",
-    "why_not_fusable",
 ]
