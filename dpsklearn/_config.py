@@ -114,7 +114,13 @@ def config_context(
 
     Parameters
     ----------
-    teacher_cache : see :func:`set_config`.
+    teacher_cache : str, path, joblib.Memory, False or None, optional
+        As for :func:`set_config`; left unchanged when not given.
+
+    Yields
+    ------
+    None
+        The settings hold inside the block and are restored after it.
 
     Examples
     --------

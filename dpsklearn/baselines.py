@@ -50,6 +50,17 @@ def teacher_majority_vote(model, X):
 def base_rate(y_train, y_test):
     """Accuracy of always answering the training majority class on ``y_test``.
 
+    Parameters
+    ----------
+    y_train : array-like of shape (n_train,)
+        The labels whose majority class is answered.
+    y_test : array-like of shape (n_test,)
+        The labels it is scored on.
+
+    Returns
+    -------
+    accuracy : float
+
     Examples
     --------
     >>> from dpsklearn.baselines import base_rate

@@ -239,7 +239,25 @@ def _answer(model, name, X_train, y_train, X_query, classes):
 
 
 def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=False):
-    """Fit and query every private model; return the table rows (dicts)."""
+    """Fit and query every private model; return the table rows (dicts).
+
+    Parameters
+    ----------
+    n_queries : int, default=2000
+        Query rows answered by each model (the Adult test rows).
+    delta : float, default=1e-5
+    random_state : int, default=0
+        Seeds the partitions and the teachers.
+    progress : callable, optional
+        Called with each row (a dict) as its model finishes.
+    full : bool, default=False
+        Also run epsilon 8 for the mechanisms that answer little at 1.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per model: what it answered, its accuracy and its spend.
+    """
     try:
         train = load_adult(subset="train", as_frame=True)
         test = load_adult(subset="test", as_frame=True)

@@ -149,7 +149,12 @@ class PrivacyEvent:
         def delta(self) -> float: ...
 
     def unit_rho(self) -> float | None:
-        """zCDP ``rho`` of one release, or None when the event has none."""
+        """zCDP ``rho`` of one release, or None when the event has none.
+
+        Returns
+        -------
+        rho : float or None
+        """
         raise NotImplementedError
 
     @property
@@ -159,15 +164,30 @@ class PrivacyEvent:
         return None if unit is None else unit * self.count
 
     def rdp_event(self) -> DpEvent:
-        """The ``dp_accounting`` event of one release for Renyi DP."""
+        """The ``dp_accounting`` event of one release for Renyi DP.
+
+        Returns
+        -------
+        event : dp_accounting.DpEvent
+        """
         raise NotImplementedError
 
     def pld_event(self) -> DpEvent:
-        """The ``dp_accounting`` event of one release for its PLD accountant."""
+        """The ``dp_accounting`` event of one release for its PLD accountant.
+
+        Returns
+        -------
+        event : dp_accounting.DpEvent
+        """
         raise NotImplementedError
 
     def describe(self) -> str:
-        """A short public description of the mechanism (no data, no noise draws)."""
+        """A short public description of the mechanism (no data, no noise draws).
+
+        Returns
+        -------
+        text : str
+        """
         raise NotImplementedError
 
     @property
@@ -177,15 +197,38 @@ class PrivacyEvent:
 
     # -- helpers -------------------------------------------------------------
     def with_count(self, count: int) -> PrivacyEvent:
-        """The same release, ``count`` times."""
+        """The same release, ``count`` times.
+
+        Parameters
+        ----------
+        count : int
+
+        Returns
+        -------
+        event : PrivacyEvent
+            A copy with that count (the same label and time).
+        """
         return dataclasses.replace(self, count=count, label=self.label, time=self.time)
 
     def unit(self) -> PrivacyEvent:
-        """One release of this mechanism, without label or time (a composition key)."""
+        """One release of this mechanism, without label or time (a composition key).
+
+        Returns
+        -------
+        event : PrivacyEvent
+        """
         return dataclasses.replace(self, count=1, label=None, time=0.0)
 
     def record(self) -> dict[str, Any]:
-        """The columns a ledger stores for this event."""
+        """The columns a ledger stores for this event.
+
+        Returns
+        -------
+        columns : dict
+            ``kind``, ``epsilon``, ``delta``, ``count``, ``label``, ``time``
+            and the noise's ``sigma``, ``sensitivity``, ``scale`` (None where
+            the event has none).
+        """
         return {
             "kind": self.kind,
             "epsilon": self.epsilon,
@@ -247,7 +290,21 @@ class PrivacyEvent:
         count: int = 1,
         label: str | None = None,
     ) -> PureEvent:
-        """A Laplace-type pure ``epsilon``-DP release (worst-case accounting)."""
+        """A Laplace-type pure ``epsilon``-DP release (worst-case accounting).
+
+        Parameters
+        ----------
+        epsilon : float, optional
+            Give it, or ``scale``.
+        scale, sensitivity : float, optional
+            The noise scale and the L1 sensitivity (``epsilon = sensitivity / scale``).
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : PureEvent
+        """
         if scale is not None:
             derived = float(1.0 if sensitivity is None else sensitivity) / float(scale)
             if epsilon is not None and not math.isclose(
@@ -265,7 +322,19 @@ class PrivacyEvent:
     def discrete_laplace(
         scale: float, sensitivity: int = 1, *, count: int = 1, label: str | None = None
     ) -> DiscreteLaplaceEvent:
-        """Discrete Laplace ``DLap(scale)`` noise, integer ``sensitivity``."""
+        """Discrete Laplace ``DLap(scale)`` noise, integer ``sensitivity``.
+
+        Parameters
+        ----------
+        scale : float
+        sensitivity : int, default=1
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : DiscreteLaplaceEvent
+        """
         return DiscreteLaplaceEvent(scale, sensitivity, count=count, label=label)
 
     @staticmethod
@@ -276,14 +345,37 @@ class PrivacyEvent:
         count: int = 1,
         label: str | None = None,
     ) -> LaplaceEvent:
-        """Real-valued Laplace(``scale``) noise (not dpsklearn's grid Laplace)."""
+        """Real-valued Laplace(``scale``) noise (not dpsklearn's grid Laplace).
+
+        Parameters
+        ----------
+        scale : float
+        sensitivity : float, default=1.0
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : LaplaceEvent
+        """
         return LaplaceEvent(scale, sensitivity, count=count, label=label)
 
     @staticmethod
     def exponential(
         epsilon: float, *, count: int = 1, label: str | None = None
     ) -> BoundedRangeEvent:
-        """An exponential-mechanism (``epsilon``-bounded-range) release."""
+        """An exponential-mechanism (``epsilon``-bounded-range) release.
+
+        Parameters
+        ----------
+        epsilon : float
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : BoundedRangeEvent
+        """
         return BoundedRangeEvent(epsilon, count=count, label=label)
 
     @staticmethod
@@ -296,7 +388,22 @@ class PrivacyEvent:
         count: int = 1,
         label: str | None = None,
     ) -> GaussianEvent:
-        """Gaussian noise of standard deviation ``sigma``, L2 ``sensitivity``."""
+        """Gaussian noise of standard deviation ``sigma``, L2 ``sensitivity``.
+
+        Parameters
+        ----------
+        sigma : float
+        sensitivity : float, default=1.0
+        epsilon : float, optional
+            A stated guarantee, with ``delta``, for basic composition.
+        delta : float, default=0.0
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : GaussianEvent
+        """
         return GaussianEvent(
             sigma, sensitivity, epsilon=epsilon, delta=delta, count=count, label=label
         )
@@ -305,7 +412,19 @@ class PrivacyEvent:
     def approximate(
         epsilon: float, delta: float, *, count: int = 1, label: str | None = None
     ) -> ApproximateEvent:
-        """An ``(epsilon, delta)``-DP release accounted as a whole."""
+        """An ``(epsilon, delta)``-DP release accounted as a whole.
+
+        Parameters
+        ----------
+        epsilon : float
+        delta : float
+        count : int, default=1
+        label : str, optional
+
+        Returns
+        -------
+        event : ApproximateEvent
+        """
         return ApproximateEvent(epsilon, delta, count=count, label=label)
 
 
@@ -317,6 +436,8 @@ class PureEvent(PrivacyEvent):
     ----------
     epsilon : float
         ``>= 0``.
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
     """
 
     kind: ClassVar[str] = "pure"
@@ -353,6 +474,13 @@ class BoundedRangeEvent(PureEvent):
 
     Bounded range makes it ``epsilon^2/8``-zCDP (Cesar and Rogers 2021), four
     times cheaper in ``rho`` than a generic ``epsilon``-DP release.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``: the range of the privacy loss.
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
     """
 
     kind: ClassVar[str] = "bounded_range"
@@ -373,6 +501,15 @@ class DiscreteLaplaceEvent(PrivacyEvent):
     """Discrete Laplace noise ``DLap(scale)`` on an integer of integer ``sensitivity``.
 
     Its epsilon is ``sensitivity / scale``.
+
+    Parameters
+    ----------
+    scale : float
+        The noise's scale ``t`` (``P(z)`` proportional to ``exp(-|z|/t)``).
+    sensitivity : int, default=1
+        In grid units.
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
     """
 
     kind: ClassVar[str] = "discrete_laplace"
@@ -397,6 +534,7 @@ class DiscreteLaplaceEvent(PrivacyEvent):
 
     @property
     def epsilon(self) -> float:
+        """``sensitivity / scale``: the release is pure ``epsilon``-DP."""
         return self.sensitivity / self.scale
 
     def unit_rho(self) -> float:
@@ -418,7 +556,15 @@ class DiscreteLaplaceEvent(PrivacyEvent):
 
 @dataclass(frozen=True)
 class LaplaceEvent(PrivacyEvent):
-    """Real-valued Laplace(``scale``) noise at L1 ``sensitivity`` (not on a grid)."""
+    """Real-valued Laplace(``scale``) noise at L1 ``sensitivity`` (not on a grid).
+
+    Parameters
+    ----------
+    scale : float
+    sensitivity : float, default=1.0
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
+    """
 
     kind: ClassVar[str] = "continuous_laplace"
     scale: float
@@ -435,6 +581,7 @@ class LaplaceEvent(PrivacyEvent):
 
     @property
     def epsilon(self) -> float:
+        """``sensitivity / scale``: the release is pure ``epsilon``-DP."""
         return self.sensitivity / self.scale
 
     def unit_rho(self) -> float:
@@ -456,17 +603,25 @@ class GaussianEvent(PrivacyEvent):
     """Gaussian noise of standard deviation ``sigma`` at L2 ``sensitivity``.
 
     Discrete Gaussian noise has the continuous one's Renyi curve (Canonne,
-    Kamath and Steinke 2020), so both are described by this event.
+    Kamath and Steinke 2020), so both are described by this event under the
+    Renyi and zCDP compositions. A ``"gdp"`` budget reads it as continuous
+    Gaussian noise, which is exactly ``(sensitivity/sigma)``-GDP; discrete
+    Gaussian noise is not (``docs/accounting_theory.rst``), and the library's
+    discrete Gaussian mechanisms do not offer themselves to such a budget.
 
     Parameters
     ----------
     sigma : float
+        The noise's standard deviation.
     sensitivity : float, default=1.0
+        The L2 sensitivity of the noised statistic.
     epsilon, delta : float, optional
         A stated ``(epsilon, delta)`` guarantee, for basic composition; it is
         checked against ``sigma`` with the analytic Gaussian conversion
         (Balle and Wang 2018). Without one, basic composition cannot use the
         event (``epsilon = inf``); tight compositions use ``sigma``.
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
     """
 
     kind: ClassVar[str] = "gaussian"
@@ -526,7 +681,17 @@ class ApproximateEvent(PrivacyEvent):
     For example a sparse vector instance, reserved at ``fit`` with its whole
     guarantee. It has no finer description, so tight compositions carry it
     beside the rest and add it by basic composition (``docs/design.rst``,
-    "Composition").
+    "Composition"). A shared ``"zcdp"`` or ``"gdp"`` budget refuses it
+    (``docs/accountant.rst``, "Which events a shared budget accepts").
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    delta : float
+        In ``[0, 1)``.
+    count, label, time : int, str, float
+        Keywords, as for :class:`PrivacyEvent`.
     """
 
     kind: ClassVar[str] = "approximate"
@@ -558,3 +723,29 @@ _LEGACY_KINDS = {
     "gumbel_max": "bounded_range",
     "geometric": "discrete_laplace",
 }
+
+
+def _inherit_method_docs(*classes: type) -> None:
+    """Give an override without a docstring its base method's (as help() shows)."""
+    for cls in classes:
+        for name, member in vars(cls).items():
+            if name.startswith("_"):
+                continue
+            target = member.fget if isinstance(member, property) else member
+            if not callable(target) or getattr(target, "__doc__", None):
+                continue
+            for base in cls.__mro__[1:]:
+                inherited = getattr(base, name, None)
+                if inherited is not None and inherited.__doc__:
+                    target.__doc__ = inherited.__doc__
+                    break
+
+
+_inherit_method_docs(
+    PureEvent,
+    BoundedRangeEvent,
+    DiscreteLaplaceEvent,
+    LaplaceEvent,
+    GaussianEvent,
+    ApproximateEvent,
+)

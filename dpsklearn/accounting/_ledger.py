@@ -401,7 +401,14 @@ class PrivacyLedger(BaseAccountant):
         return self._file.model_records()
 
     def summary(self) -> dict[str, Any]:
-        """Machine-readable totals: a dict of public figures."""
+        """Machine-readable totals: a dict of public figures.
+
+        Returns
+        -------
+        summary : dict
+            The accountant's summary (budget, spent, remaining, composition
+            in use), the number of spends and the ledger's ``path``.
+        """
         summary = super().summary()
         with self._reading():
             summary["n_spends"] = len(set(self._spend_ids))
@@ -440,6 +447,19 @@ class PrivacyLedger(BaseAccountant):
 
         Committed before it returns. ``secret`` (the noisy threshold) is
         stored only when the ledger keeps it (``store_noisy_threshold``).
+
+        Parameters
+        ----------
+        label : str or None
+            Who serves through the record (shown in reports).
+        state : dict
+            The public serving state (counters, abstention count).
+        secret : dict, optional
+            The secret part (the noisy threshold).
+
+        Returns
+        -------
+        model_id : str
         """
         return self._file.register_model(label, state, secret)
 
@@ -451,6 +471,15 @@ class PrivacyLedger(BaseAccountant):
         A context manager yielding a :class:`~dpsklearn.accounting.ModelRecord`:
         the record's row is locked for the block, and what the block saved
         is committed before the block returns, also when it raises.
+
+        Parameters
+        ----------
+        model_id : str
+            The id :meth:`register_model` returned.
+
+        Returns
+        -------
+        transaction : context manager of ModelRecord
         """
         return self._file.model_transaction(model_id)
 

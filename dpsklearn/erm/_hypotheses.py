@@ -184,6 +184,20 @@ class HypothesisSpace(ValidatesParameters, BaseEstimator):
     def bind(  # pragma: no cover - interface
         self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike
     ) -> Any:
+        """Validate against ``X`` and the outputs; return the bound space.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The private rows (their shape only is read here).
+        outputs : array-like
+            The public output set (the classes, or the regression grid).
+
+        Returns
+        -------
+        space : object
+            The hypotheses bound to ``X``'s columns, ready to score.
+        """
         raise NotImplementedError
 
 
@@ -365,7 +379,20 @@ class DecisionStumps(HypothesisSpace):
         return bounds
 
     def bind(self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike) -> _BoundStumps:
-        """Validate against ``X`` and the outputs; return the bound space."""
+        """Validate against ``X`` and the outputs; return the bound space.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The private rows (their shape only is read here).
+        outputs : array-like
+            The public output set (the classes, or the regression grid).
+
+        Returns
+        -------
+        space : object
+            The hypotheses bound to ``X``'s columns, ready to score.
+        """
         self._validate_params()
         outputs = np.asarray(outputs)
         if len(outputs) < 2:
@@ -427,7 +454,20 @@ class Thresholds(HypothesisSpace):
         self.n_thresholds = n_thresholds
 
     def bind(self, X: np.ndarray | sparse.spmatrix, outputs: ArrayLike) -> _BoundStumps:
-        """Validate against ``X`` and the outputs; return the bound space."""
+        """Validate against ``X`` and the outputs; return the bound space.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The private rows (their shape only is read here).
+        outputs : array-like
+            The public output set (the classes, or the regression grid).
+
+        Returns
+        -------
+        space : object
+            The hypotheses bound to ``X``'s columns, ready to score.
+        """
         self._validate_params()
         if X.shape[1] != 1:
             raise ValueError(

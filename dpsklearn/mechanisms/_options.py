@@ -56,7 +56,12 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
         return False
 
     def validated(self) -> MechanismOptions:
-        """``self`` after checking every option (``ValueError`` naming it)."""
+        """``self`` after checking every option (``ValueError`` naming it).
+
+        Returns
+        -------
+        self : MechanismOptions
+        """
         self._validate_params()
         return self
 

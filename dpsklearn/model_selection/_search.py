@@ -70,6 +70,15 @@ def is_publishable(estimator: Any) -> bool:
     (``PrivatePredictionClassifier``, ``SubsampleAggregateClassifier``, ...)
     are not: their fitted object holds the private teachers.
 
+    Parameters
+    ----------
+    estimator : estimator instance
+        Fitted or not: only its type and parameters are read.
+
+    Returns
+    -------
+    publishable : bool
+
     Examples
     --------
     >>> from dpsklearn import KnowledgeTransferClassifier, PrivateKernelRidge

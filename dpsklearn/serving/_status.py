@@ -70,5 +70,10 @@ class BudgetStatus:
         return max(0, self.max_queries - self.query_units_spent)
 
     def as_dict(self) -> dict[str, Any]:
-        """The figures as a plain dict (for JSON and tables)."""
+        """The figures as a plain dict (for JSON and tables).
+
+        Returns
+        -------
+        figures : dict
+        """
         return asdict(self)
