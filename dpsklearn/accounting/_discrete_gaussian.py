@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from scipy.special import log_ndtr, ndtr, ndtri
 
-from ._monotone import largest_certified, smallest_within
+from .._monotone import largest_certified, smallest_within
 
 __all__ = [
     "MIN_DISCRETE_GAUSSIAN_SIGMA",
