@@ -43,6 +43,7 @@ import math
 import numpy as np
 from scipy.stats import norm
 
+from .._monotone import largest_within
 from ..accounting import (
     alternating_delta,
     kov_max_epsilon0_unchecked,
@@ -314,20 +315,9 @@ def _largest_coefficient(epsilon, delta_sv, cutoff, max_queries, coef_ratio, slo
 
     if not ok(1e-300):
         return None  # the log(K) term alone exceeds the budget
-    lo, hi = 1e-12, 1.0
-    while ok(hi):
-        lo, hi = hi, hi * 4.0
-    while not ok(lo):
-        hi, lo = lo, lo / 4.0
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if hi / lo - 1.0 <= 1e-10:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_within(
+        ok, 1e-12, math.inf, hi=1.0, factor=4.0, shrink=True, log=True, rtol=1e-10
+    )
 
 
 def _gaussian_sigmas(coefficient, ratio):
