@@ -283,8 +283,11 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         )
         return self
 
-    def _plan(self, X, y, **fit_params) -> FitPlan:
-        """Validate the data and calibrate the mechanism from public numbers."""
+    def _plan(self, X: Any, y: Any) -> FitPlan:
+        """Validate the data and calibrate the mechanism from public numbers.
+
+        A subclass whose ``fit`` takes fit parameters adds ``**fit_params``.
+        """
         raise NotImplementedError
 
     def _train(self, plan: FitPlan) -> dict:
