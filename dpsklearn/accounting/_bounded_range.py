@@ -363,15 +363,15 @@ def dominating_pair(units, profile, h):
             else:
                 break
         hull.append(i)
-    hull = np.asarray(hull)
-    hx, hd = xs[hull], ds[hull]
+    corners = np.asarray(hull)
+    hx, hd = xs[corners], ds[corners]
     slopes = np.diff(hd) / np.diff(hx)
     # A kink at y_i of slope change Q_i is an atom (loss ln y_i, Q_i, y_i Q_i);
     # beyond the last point the profile stays at its last value: an atom of
     # infinite loss with that P-mass.
     right = np.concatenate([slopes[1:], [0.0]])
     q = np.maximum(right - slopes, 0.0)
-    atoms = hull[1:] - 1
+    atoms = corners[1:] - 1
     return units[atoms], q * y[atoms], float(hd[-1])
 
 

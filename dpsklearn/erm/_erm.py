@@ -97,8 +97,9 @@ class _ERMMixin(PrivateEstimatorMixin):
         return isinstance(self.hypotheses, (list, tuple))
 
     def _input_allows_nan(self):
-        return self._given_hypotheses() and all(
-            accepts_nan(h) for h in self.hypotheses
+        hypotheses = self.hypotheses
+        return isinstance(hypotheses, (list, tuple)) and all(
+            accepts_nan(h) for h in hypotheses
         )
 
     def _input_consumer(self):
