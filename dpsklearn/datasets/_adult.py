@@ -205,7 +205,7 @@ The original description is shipped as ``data/adult.names`` beside the data.
 
 def _read_columns(filename):
     """Return the 15 columns of one gzipped Adult file as lists of strings."""
-    source = resources.files(_DATA_PACKAGE).joinpath("data", filename)
+    source = resources.files(_DATA_PACKAGE).joinpath("data").joinpath(filename)
     with source.open("rb") as raw:
         text = gzip.decompress(raw.read()).decode("ascii")
     # Skip blank lines and comments (adult.test starts with "|1x3 Cross ...").
@@ -238,7 +238,7 @@ def _encode(column, categories, name):
 
 def _parse(filenames):
     """Parse the files into int64 numeric columns, int codes and labels."""
-    columns = [[] for _ in range(len(FEATURE_NAMES) + 1)]
+    columns: list[list[str]] = [[] for _ in range(len(FEATURE_NAMES) + 1)]
     for filename in filenames:
         for column, values in zip(columns, _read_columns(filename), strict=True):
             column.extend(values)
