@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -255,6 +255,24 @@ def _parse(filenames):
     ) % len(TARGET_NAMES)
     target = np.asarray(TARGET_NAMES)[target_codes]
     return numeric, codes, target
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: Literal[False] = ..., as_frame: bool = ...
+) -> Bunch: ...
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: Literal[True], as_frame: bool = ...
+) -> tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]: ...
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: bool, as_frame: bool = ...
+) -> Bunch | tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]: ...
 
 
 def load_adult(
