@@ -114,7 +114,10 @@ def bisection(
     (both ends then positive), and moves the end on its side. The search
     stops when the ends are within ``rtol`` -- ``|bad - good| <= rtol *
     good``, or ``hi / lo - 1 <= rtol`` on the log scale -- when the
-    midpoint rounds onto an end, or after ``max_steps`` evaluations.
+    midpoint rounds onto an end, or after ``max_steps`` evaluations. On the
+    log scale the midpoint is ``sqrt(lo * hi)``, so the product of the ends
+    must stay within floating point (ends between about ``1e-150`` and
+    ``1e150``); beyond, the search stops at once, still on the safe side.
 
     Parameters
     ----------
