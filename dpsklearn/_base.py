@@ -32,16 +32,17 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._param_validation import ValidatesParameters
 from ._validation import validate_input
 from ._warn import warn_user
-from .accounting import PrivacyAccountant
+from .accounting import BaseAccountant, PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
 from .serving import ServingState
@@ -101,7 +102,7 @@ class _SeveredAccountant:
             "(a SQLite file that every process draws from), or use n_jobs=1."
         )
 
-    def _refuse(self, *args, **kwargs):
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError(self.message())
 
     spend = spend_events = can_spend = can_spend_events = _refuse
@@ -189,6 +190,14 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     # Fitted means a completed fit.
     _fitted_marker = "_serving_state_"
 
+    if TYPE_CHECKING:
+        # What the template reads: each estimator's parameters (set by its
+        # __init__) and the serving state of a completed fit.
+        epsilon: float
+        accountant: BaseAccountant | _SeveredAccountant | None
+        noise_random_state: int | None
+        _serving_state_: ServingState
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # Truthful: privacy noise costs accuracy.
@@ -274,8 +283,11 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         )
         return self
 
-    def _plan(self, X, y, **fit_params) -> FitPlan:
-        """Validate the data and calibrate the mechanism from public numbers."""
+    def _plan(self, X: Any, y: Any) -> FitPlan:
+        """Validate the data and calibrate the mechanism from public numbers.
+
+        A subclass whose ``fit`` takes fit parameters adds ``**fit_params``.
+        """
         raise NotImplementedError
 
     def _train(self, plan: FitPlan) -> dict:
@@ -314,6 +326,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         label = type(self).__name__
         if isinstance(self.accountant, _SeveredAccountant):
             self.accountant._refuse()
+        accountant: BaseAccountant
         if self.accountant is None:
             accountant = PrivacyAccountant._for_model(
                 epsilon, delta, mechanism.composition
@@ -403,6 +416,15 @@ class PublicLabelsMixin:
     would otherwise show in the output range. Labels become indices into
     ``classes_``, so every teacher or hypothesis votes on the global classes.
     """
+
+    if TYPE_CHECKING:
+        # The classifier's parameter, and the input rule of the estimator
+        # this is mixed into (:class:`PrivateEstimatorMixin`).
+        classes: ArrayLike | None
+
+        def _validate_input(
+            self, X: Any, y: Any = "no_validation", *, reset: bool = True, **kwargs: Any
+        ) -> Any: ...
 
     def _validate_classification_data(self, X, y):
         """Validate ``X, y``; return ``X``, ``y`` as class indices and ``classes``."""

@@ -31,7 +31,7 @@ import math
 import operator
 from collections.abc import Callable, Iterable
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import sparse
@@ -373,9 +373,19 @@ class ValidatesParameters:
 
     _parameter_constraints: dict = {}
 
+    if TYPE_CHECKING:
+        # Mixed into scikit-learn's BaseEstimator, which provides these.
+        def get_params(self, deep: bool = True) -> dict[str, Any]: ...
+
+        def set_params(self, **params: Any) -> Any: ...
+
+        def __sklearn_tags__(self) -> Any: ...
+
+        def __getstate__(self) -> dict[str, Any]: ...
+
     def _validate_params(self) -> None:
         validate_parameter_constraints(
             self._parameter_constraints,
-            self.get_params(deep=False),  # type: ignore[attr-defined]
+            self.get_params(deep=False),
             caller_name=type(self).__name__,
         )

@@ -439,7 +439,7 @@ COLUMNS = [
 
 
 def _width(fmt):
-    return int(re.search(r"(\d+)", fmt.split(":")[1]).group(1))
+    return int(re.findall(r"\d+", fmt.split(":")[1])[0])
 
 
 def format_header():

@@ -376,7 +376,7 @@ def _profile_of(loss_units, mass, infinite, h, units):
 def test_block_profile_matches_the_game_at_each_target():
     # One run of the game from every starting loss x gives delta at
     # epsilon - x: the profile at epsilon is the direct game's value there.
-    from dpsklearn.accounting._bounded_range_blocks import block_profile
+    from dpsklearn.accounting._bounded_range import block_profile
 
     eps0, k1, grid = 0.05, 120, 8
     units, profile = block_profile(eps0, k1, grid)
@@ -389,7 +389,7 @@ def test_block_profile_matches_the_game_at_each_target():
 
 
 def test_dominating_pair_lies_above_every_profile_point():
-    from dpsklearn.accounting._bounded_range_blocks import (
+    from dpsklearn.accounting._bounded_range import (
         block_profile,
         dominating_pair,
     )
@@ -411,7 +411,7 @@ def test_dominating_pair_lies_above_every_profile_point():
 
 
 def test_power_by_fft_matches_direct_convolution():
-    from dpsklearn.accounting._bounded_range_blocks import _convolve_power
+    from dpsklearn.accounting._bounded_range import _convolve_power
 
     rng = np.random.default_rng(0)
     mass = rng.random(300)
@@ -430,7 +430,7 @@ def test_blocks_against_the_direct_game_and_lower_bounds(k):
     # above the best non-adaptive strategy (an exact binomial sum, a value
     # the analyst attains), and within 2 % of the direct game's own upper
     # bound.
-    from dpsklearn.accounting._bounded_range_blocks import blocks_delta
+    from dpsklearn.accounting._bounded_range import blocks_delta
 
     eps0 = 0.0168 * math.sqrt(1000 / k)
     blocks = blocks_delta(eps0, k, 1.0, 8)

@@ -30,6 +30,7 @@ RANKS = {
     "_config": 0,
     "_progress": 0,
     "_warn": 0,
+    "_monotone": 0,
     "baselines": 0,
     "datasets": 0,
     "_validation": 1,

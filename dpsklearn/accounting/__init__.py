@@ -14,7 +14,8 @@
   zCDP, RDP or PLD composition (the last two through Google's
   ``dp_accounting``), and the one rule for budgets shared between fits.
 * :mod:`._split` -- one budget over ``m`` identical releases.
-* :mod:`._monotone` -- the integer search every calibration inverts with.
+* :func:`smallest_integer`, :func:`largest_certified` -- re-exported from
+  ``dpsklearn/_monotone.py``, the searches every calibration inverts with.
 * :mod:`._base`, :mod:`._accountant`, :mod:`._ledger` -- the accountant
   interface and its two implementations, in memory and in a database;
   :class:`BudgetStore`, the protocol serving talks to (model records and
@@ -27,6 +28,7 @@ The mathematics is in ``docs/design.rst``, "Composition" and "Shared
 accountants and privacy filters", and ``docs/accounting_theory.rst``.
 """
 
+from .._monotone import largest_certified, smallest_integer
 from ._accountant import PrivacyAccountant
 from ._alternating import alternating_delta, largest_alternating_scale
 from ._base import BaseAccountant, BudgetStore, ModelRecord
@@ -69,7 +71,6 @@ from ._events import (
     dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
-from ._monotone import largest_certified, smallest_integer
 from ._optimal_composition import (
     largest_two_kind_scale,
     two_kind_epsilon,

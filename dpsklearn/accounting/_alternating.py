@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ._bounded_range import _Cells, _one_round
+from ._bounded_range import _Cells, _one_round, compose_profile
 
 __all__ = ["alternating_delta", "largest_alternating_scale"]
 
@@ -115,8 +115,6 @@ def alternating_delta(
         # In blocks: each block's whole profile from one game, composed as
         # the product of one dominating pair (as for bounded-range releases,
         # docs/accounting_theory.rst, "Any number of releases: blocks").
-        from ._bounded_range_blocks import compose_profile
-
         r = math.ceil(rounds / BLOCK_PAIRS)
         k1 = math.ceil(rounds / r)
         h = eps_br / grid

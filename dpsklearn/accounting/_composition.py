@@ -28,6 +28,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from .._monotone import largest_certified, largest_within, smallest_within
 from .._validation import (
     COUNT,
     DELTA,
@@ -37,7 +38,6 @@ from .._validation import (
     validate_params,
 )
 from ._events import dp_accounting
-from ._monotone import largest_certified, largest_within, smallest_within
 
 __all__ = [
     "cks_epsilon",

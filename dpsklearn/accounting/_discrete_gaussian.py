@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from scipy.special import log_ndtr, ndtr, ndtri
 
-from ._monotone import largest_certified, smallest_within
+from .._monotone import largest_certified, smallest_within
 
 __all__ = [
     "MIN_DISCRETE_GAUSSIAN_SIGMA",
@@ -97,10 +97,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return 0.0
     if not delta > 0:
         return math.inf
-    hi = 1.0
-    while gdp_delta(hi, mu) > delta:
-        hi *= 2.0
-    return smallest_within(lambda eps: gdp_delta(eps, mu) <= delta, hi)
+    return smallest_within(lambda eps: gdp_delta(eps, mu) <= delta, 1.0, grow=True)
 
 
 def gdp_mu(epsilon: float, delta: float, rtol: float = 1e-12) -> float:
@@ -262,18 +259,5 @@ def discrete_gaussian_epsilon(
     def ok(eps):
         return discrete_gaussian_delta(eps, groups) <= delta
 
-    hi = 1.0
-    while not ok(hi):
-        hi *= 2.0
-    lo = 0.0
-    if ok(0.0):
-        return 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi or hi - lo <= 1e-13 * hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi if cap is None else min(hi, float(cap))
+    epsilon = smallest_within(ok, 1.0, grow=True)
+    return epsilon if cap is None else min(epsilon, float(cap))

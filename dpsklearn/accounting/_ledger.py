@@ -271,7 +271,8 @@ class PrivacyLedger(BaseAccountant):
             _LIVE[self._file.live_key] = self
 
     def _reset_cache(self):
-        self._composer = None
+        # Unset until _sync builds it (it needs the stored composition).
+        vars(self).pop("_composer", None)
         self._events = []
         self._spend_ids = []
         self._last_id = 0
@@ -348,7 +349,7 @@ class PrivacyLedger(BaseAccountant):
 
     def _sync(self, conn):
         """Bring the cached events and composer up to date with the file."""
-        if self._composer is None:
+        if "_composer" not in vars(self):
             self._composer = self._new_composer()
         rows = self._file.events_after(conn, self._last_id)
         if not rows:

@@ -37,8 +37,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from .._monotone import largest_within, smallest_within
 from ._composition import _log_rounding_margin, kov_log_delta
-from ._monotone import largest_within, smallest_within
 
 __all__ = [
     "largest_two_kind_scale",

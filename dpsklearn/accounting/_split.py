@@ -14,6 +14,7 @@ import functools
 import math
 from collections.abc import Collection
 
+from .._monotone import largest_within, smallest_integer
 from .._param_validation import StrOptions
 from .._validation import COUNT, DELTA, FINITE_POSITIVE, validate_params
 from ._bounded_range import bounded_range_max_epsilon0
@@ -115,20 +116,7 @@ def _by_accountant(composition):
         low = epsilon / m
         if not fits(low * (1 + 2 * rtol)):
             return low
-        while True:
-            high = min(2.0 * low, epsilon)
-            if not fits(high):
-                break
-            if high >= epsilon:
-                return epsilon
-            low = high
-        while high - low > rtol * low:
-            mid = 0.5 * (low + high)
-            if fits(mid):
-                low = mid
-            else:
-                high = mid
-        return low
+        return largest_within(fits, low, epsilon, rtol=rtol)
 
     return split
 
@@ -346,21 +334,11 @@ def max_events(
 
     if not fits(1):
         return 0
-    low, high = 1, 2
-    while fits(high):
-        low, high = high, high * 2
-        if high > limit:
-            if fits(limit):
-                raise ValueError("this release costs nothing: any number fits.")
-            high = limit
-            break
-    while high - low > 1:
-        mid = (low + high) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid
-    return low
+    # The first count that does not fit, searched no further than limit + 1.
+    refused = smallest_integer(lambda n: n > limit or not fits(n), low=2)
+    if refused > limit:
+        raise ValueError("this release costs nothing: any number fits.")
+    return refused - 1
 
 
 def per_release_spent(

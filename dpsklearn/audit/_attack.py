@@ -312,12 +312,12 @@ def _check_datasets(datasets):
 
 
 def _score(value):
-    score = np.asarray(value)
-    if score.ndim != 0 or score.dtype.kind not in "biuf":
+    array = np.asarray(value)
+    if array.ndim != 0 or array.dtype.kind not in "biuf":
         raise ValueError(
             f"attack must return one real number per run (its score), got {value!r}."
         )
-    score = float(score)
+    score = float(array)
     if math.isnan(score):
         raise ValueError("attack returned nan; a score must be a number.")
     return score

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -205,7 +205,7 @@ The original description is shipped as ``data/adult.names`` beside the data.
 
 def _read_columns(filename):
     """Return the 15 columns of one gzipped Adult file as lists of strings."""
-    source = resources.files(_DATA_PACKAGE).joinpath("data", filename)
+    source = resources.files(_DATA_PACKAGE).joinpath("data").joinpath(filename)
     with source.open("rb") as raw:
         text = gzip.decompress(raw.read()).decode("ascii")
     # Skip blank lines and comments (adult.test starts with "|1x3 Cross ...").
@@ -238,7 +238,7 @@ def _encode(column, categories, name):
 
 def _parse(filenames):
     """Parse the files into int64 numeric columns, int codes and labels."""
-    columns = [[] for _ in range(len(FEATURE_NAMES) + 1)]
+    columns: list[list[str]] = [[] for _ in range(len(FEATURE_NAMES) + 1)]
     for filename in filenames:
         for column, values in zip(columns, _read_columns(filename), strict=True):
             column.extend(values)
@@ -255,6 +255,24 @@ def _parse(filenames):
     ) % len(TARGET_NAMES)
     target = np.asarray(TARGET_NAMES)[target_codes]
     return numeric, codes, target
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: Literal[False] = ..., as_frame: bool = ...
+) -> Bunch: ...
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: Literal[True], as_frame: bool = ...
+) -> tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]: ...
+
+
+@overload
+def load_adult(
+    *, subset: str = ..., return_X_y: bool, as_frame: bool = ...
+) -> Bunch | tuple[np.ndarray | pd.DataFrame, np.ndarray | pd.Series]: ...
 
 
 def load_adult(

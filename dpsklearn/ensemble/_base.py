@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
@@ -68,6 +70,18 @@ ENSEMBLE_CONSTRAINTS = {
 
 class TeacherEnsembleMixin(PrivateEstimatorMixin):
     """Fit steps shared by the ensembles; the subclass's mechanism answers."""
+
+    if TYPE_CHECKING:
+        # The ensembles' parameters (ENSEMBLE_CONSTRAINTS, set by each
+        # __init__; ``classes`` by the classifiers') and fitted teachers.
+        estimator: Any
+        n_estimators: int | Literal["auto"]
+        classes: ArrayLike | None
+        random_state: int | np.random.RandomState | None
+        n_jobs: int | None
+        verbose: int
+        estimators_: list[Any]
+        classes_: NDArray[Any]
 
     def _base_estimator(self):
         if self.estimator is None:
@@ -165,6 +179,7 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             if not isinstance(value, Integral):
                 continue
             factor, constrains = rule
+            value = int(value)
             if value >= constrains and rows < factor * value:
                 raise ValueError(
                     f"n_estimators={n_estimators} leaves {rows} rows per teacher, "

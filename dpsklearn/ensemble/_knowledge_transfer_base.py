@@ -205,7 +205,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         -------
         self : object
         """
-        vars(self).pop("student_", None)  # a failed refit leaves it unfitted
+        self.__dict__.pop("student_", None)  # a failed refit leaves it unfitted
         self._validate_params()
         self._warn_if_teacher_fitted()
         teacher = clone(self._teacher())
@@ -317,7 +317,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             return int(self.n_queries)
         if self.query_strategy == "uncertainty":
             budget = getattr(teacher, "max_queries", None)
-            if isinstance(budget, Integral) and 0 < budget < n_public:
+            if isinstance(budget, Integral) and 0 < int(budget) < n_public:
                 return int(budget)
         return n_public
 
@@ -345,7 +345,8 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         """
         sizes = [len(part) for part in np.array_split(np.arange(n_queries), n_rounds)]
         asked = np.zeros(n_rows(X_public), dtype=bool)
-        known_rows, known_labels = [], []
+        known_rows: list[np.ndarray] = []
+        known_labels: list[np.ndarray] = []
         for size in sizes:
             candidates = np.flatnonzero(~asked)
             priority = None
@@ -384,7 +385,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                 released, abstain = self._released_labels(
                     teacher, take_rows(X_public, chosen)
                 )
-                exhausted = None
+                exhausted: bool | BudgetExhaustedError | None = None
                 n_done = _rows_served(teacher) - served_before
                 if _has_halted(teacher) and n_done < len(chosen):
                     # The rows after the budget ran out were abstained on

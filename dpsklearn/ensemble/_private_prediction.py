@@ -14,7 +14,7 @@ query row asked again gets the answer already released for it, free
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,6 +30,7 @@ from ..mechanisms import (
     GNMax,
     GNMaxRelease,
     MechanismOptions,
+    SoftMajority,
     resolve_mechanism,
 )
 from ..noise import project_to_simplex
@@ -49,6 +50,9 @@ PRIVATE_PREDICTION_CONSTRAINTS = {
 
 class _PrivatePredictionBase(TeacherEnsembleMixin):
     """What the two private prediction estimators share: ``max_queries`` units."""
+
+    if TYPE_CHECKING:
+        max_queries: int | None  # the estimators' parameter
 
     def _check_max_queries(self):
         if self.max_queries is None:
@@ -381,7 +385,9 @@ class PrivatePredictionClassifier(
                 "predict": ReleaseCache({"label": (np.int64, ())}),
                 "predict_proba": ReleaseCache({"proba": (np.float64, (n_classes,))}),
             }
-            costs = {"predict": 1, "predict_proba": mechanism.proba_cost}
+            # Exponential, the other of _mechanisms, calibrates a SoftMajority.
+            proba_cost = cast(SoftMajority, mechanism).proba_cost
+            costs = {"predict": 1, "predict_proba": proba_cost}
         abstain_label = abstain_label_for(classes)
         return FitPlan(
             mechanism,

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -88,12 +88,18 @@ _HYPOTHESES_CONSTRAINT = [list, tuple, HasMethods(["bind"]), None]
 class _ERMMixin(PrivateEstimatorMixin):
     """Fit steps shared by the classifier and the regressor."""
 
+    if TYPE_CHECKING:
+        # The estimators' parameter, and the hypothesis a fit releases.
+        hypotheses: HypothesisSpace | Sequence[Any] | None
+        hypothesis_: Any
+
     def _given_hypotheses(self):
         return isinstance(self.hypotheses, (list, tuple))
 
     def _input_allows_nan(self):
-        return self._given_hypotheses() and all(
-            accepts_nan(h) for h in self.hypotheses
+        hypotheses = self.hypotheses
+        return isinstance(hypotheses, (list, tuple)) and all(
+            accepts_nan(h) for h in hypotheses
         )
 
     def _input_consumer(self):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -498,6 +498,8 @@ default="sufficient_statistics"
                 gamma=gamma,
                 target_range=(lo, hi),
             )
+        # The other of _mechanisms (resolve_mechanism takes no other class).
+        options = cast(OutputPerturbation, options)
         working_memory = resolve_working_memory(None)
         model = options.release == "model"
         n_weights = 2 * options.n_components if model else None
@@ -531,7 +533,8 @@ default="sufficient_statistics"
             {"released": True}
             if model
             else {
-                "max_queries": int(self.max_queries),
+                # Not None: calibrate refuses None for release="predictions".
+                "max_queries": int(cast(int, self.max_queries)),
                 "on_exhausted": "abstain",
                 "fill": 0.0,  # centred: the midpoint once it is added back
             }

@@ -532,7 +532,7 @@ class AdaptiveRangeRelease(Mechanism):
             max_queries=self.max_queries,
             units=_FEWEST_UNITS,
         )
-        if rho_answers <= self.rho_answers:
+        if rho_answers <= cast(float, self.rho_answers):  # set: delta > 0
             return
         self.split = "sequential"
         self.conversion = conversion
@@ -572,7 +572,8 @@ class AdaptiveRangeRelease(Mechanism):
         if self.aggregate == "median":
             return [BoundedRangeEvent(self.epsilon_per_query, count=m, label=label)]
         if self.delta > 0:
-            return [GaussianEvent(self.sigma_per_unit, 1.0, count=m, label=label)]
+            sigma = cast(float, self.sigma_per_unit)  # set: delta > 0
+            return [GaussianEvent(sigma, 1.0, count=m, label=label)]
         return [PureEvent(self.epsilon_per_query, count=m, label=label)]
 
     def _tight_events(self, label):

@@ -60,8 +60,10 @@ class Engine(abc.ABC):
     :meth:`get_state` and :meth:`set_state`, which a ledger stores.
     """
 
-    #: Failed stability tests so far (0 for mechanisms without a test).
-    n_failed_tests = 0
+    @property
+    def n_failed_tests(self) -> int:
+        """Failed stability tests so far (0 for mechanisms without a test)."""
+        return 0
 
     @property
     def halted(self) -> bool:

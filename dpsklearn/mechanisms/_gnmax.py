@@ -373,7 +373,7 @@ class ConfidentGNMaxEngine(Engine):
         return self.n_answers >= self.max_answers
 
     @property
-    def n_failed_tests(self) -> int:  # type: ignore[override]  # a class attribute
+    def n_failed_tests(self) -> int:
         return self.abstention_count
 
     def halt_reason(self) -> str:

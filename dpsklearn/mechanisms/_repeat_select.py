@@ -32,6 +32,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._monotone import bisection, largest_within
 from ..accounting import ApproximateEvent, PrivacyEvent, dp_accounting
 from ..noise import NoiseSource, discrete_gaussian, repeated_candidates
 from ._base import Engine, Mechanism
@@ -71,16 +72,10 @@ def repetition_gamma(mean, shape):
     """
     if shape == 1.0:
         return 1.0 / mean
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _tnb_mean(mid, shape) > mean:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return hi
+    # Within (0, 1]: the mean is not defined at gamma = 0.
+    return bisection(
+        lambda gamma: _tnb_mean(gamma, shape) <= mean, 1.0, 0.0, rtol=1e-15
+    )
 
 
 def _rdp_accountant():
@@ -249,13 +244,9 @@ def _largest_run_rho(epsilon, delta, mean_runs, shape):
         )
         return accountant.get_epsilon(delta) <= epsilon
 
-    lo, hi = 1e-12, 1.0
-    while fits(hi):
-        lo, hi = hi, hi * 4.0
-    while hi / lo > 1.01:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return largest_within(
+        fits, 1e-12, math.inf, hi=1.0, factor=4.0, log=True, rtol=0.01
+    )
 
 
 class RepeatedSelection(Mechanism):
@@ -386,15 +377,16 @@ class RepeatedSelection(Mechanism):
                 f"{score_sigma:g}, even at per-candidate epsilon {lo:.3g}; raise "
                 "the budget, the score noise, or lower mean_runs."
             )
-        best = (lo, curve, value)
-        while hi / lo - 1.0 > rtol:
-            mid = math.sqrt(lo * hi)
-            value, curve = total_at(mid)
+        fitted = {lo: (curve, value)}  # what each fitting eps_c spends
+
+        def fits(eps_c):
+            value, curve = total_at(eps_c)
             if value <= epsilon:
-                lo, best = mid, (mid, curve, value)
-            else:
-                hi = mid
-        eps_c, curve, value = best
+                fitted[eps_c] = (curve, value)
+            return value <= epsilon
+
+        eps_c = bisection(fits, lo, hi, log=True, rtol=rtol, max_steps=10_000)
+        curve, value = fitted[eps_c]
         return cls(epsilon, delta, eps_c, curve, mean_runs, shape, score_sigma, value)
 
     @property

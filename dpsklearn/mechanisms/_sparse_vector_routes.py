@@ -43,6 +43,7 @@ import math
 import numpy as np
 from scipy.stats import norm
 
+from .._monotone import largest_within
 from ..accounting import (
     alternating_delta,
     kov_max_epsilon0_unchecked,
@@ -238,12 +239,12 @@ def laplace_route(
             # two kinds' eps0, which the game then does not have to certify.
             game_eps0 = eps0
         log_target = math.log(_tail_target(delta, delta_sv, cutoff, stability))
-        best = None
+        tried = []
         for u in _refine(threshold_share, _FINE_STEP, 0.05, 0.95):
             q, t = _laplace_scales(game_eps0, u)
             m = smallest_tail_index(log_target, q, t, "laplace")
-            if best is None or (m, u) < best[0]:
-                best = ((m, u), q, t)
+            tried.append(((m, u), q, t))
+        best = min(tried, key=lambda entry: entry[0])  # the first on ties
         # Only where the game certifies it (the check the calibration
         # repeats); beyond the game's floating point the two-kinds
         # composition that chose eps0 certifies the test instead.
@@ -314,20 +315,9 @@ def _largest_coefficient(epsilon, delta_sv, cutoff, max_queries, coef_ratio, slo
 
     if not ok(1e-300):
         return None  # the log(K) term alone exceeds the budget
-    lo, hi = 1e-12, 1.0
-    while ok(hi):
-        lo, hi = hi, hi * 4.0
-    while not ok(lo):
-        hi, lo = lo, lo / 4.0
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if hi / lo - 1.0 <= 1e-10:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_within(
+        ok, 1e-12, math.inf, hi=1.0, factor=4.0, shrink=True, log=True, rtol=1e-10
+    )
 
 
 def _gaussian_sigmas(coefficient, ratio):
@@ -382,16 +372,16 @@ def gaussian_route(
     if not ranked:
         return None
     ranked.sort()
-    best = None
+    settled = []
     for approximate, fraction, ratio, c, delta_sv in ranked[:4]:
         s_q, s_t = _gaussian_sigmas(c, ratio)
         log_target = math.log(_tail_target(delta, delta_sv, cutoff, stability))
         n = smallest_tail_index(
             log_target, s_q, s_t, "gaussian", guess=int(approximate) + 1
         )
-        if best is None or (n, -fraction) < best[0]:
-            best = ((n, -fraction), c, delta_sv, s_q, s_t)
-    (n, _), c, delta_sv, s_q, s_t = best
+        settled.append(((n, -fraction), c, delta_sv, s_q, s_t))
+    # The first on ties.
+    (n, _), c, delta_sv, s_q, s_t = min(settled, key=lambda entry: entry[0])
     fallback_c = coef_ratio * c
     return {
         "coefficient": c,

@@ -105,6 +105,10 @@ def noisy_max_test_calibration(
 class _TestEngine(Engine):
     """The serving state shared by both tests: a sparse vector engine."""
 
+    mechanism: _TestMechanism
+    test: SparseVectorEngine
+    n_fallback: int
+
     @property
     def chunk_invariant(self):
         """Whether answering a batch in consecutive chunks releases the same.
@@ -181,6 +185,11 @@ class StabilityEngine(_TestEngine):
 
 class _TestMechanism(Mechanism):
     """What both tests share: a sparse vector calibration and a paid fallback."""
+
+    calibration: SparseVectorCalibration
+    max_unstable: int
+    fallback: str
+    fallback_epsilon: float
 
     def spent(self, units, engine):
         # Each threshold draw that saw a query is one AboveThreshold instance,
@@ -365,6 +374,8 @@ def _distance(counts):
 
 class SoftLabelEngine(_TestEngine):
     """Runs :class:`SoftLabelTest` on soft labels; answers are values in [0, 1]."""
+
+    mechanism: SoftLabelTest
 
     def __init__(self, mechanism, noise):
         self.mechanism = mechanism

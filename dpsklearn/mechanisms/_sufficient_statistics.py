@@ -49,6 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
+from .._monotone import smallest_within
 from .._param_validation import StrOptions
 from .._validation import DELTA_POSITIVE, FINITE_POSITIVE, OPEN_UNIT, validate_params
 from ..accounting import (
@@ -408,13 +409,6 @@ def _largest_gdp_rho(epsilon, delta, rtol=1e-9):
 
 def _gdp_epsilon(mu, delta):
     """The smallest ``epsilon`` at which ``mu``-GDP has ``delta`` (from above)."""
-    low, high = 0.0, 1.0
-    while gdp_delta(high, mu) > delta:
-        low, high = high, 2.0 * high
-    while high - low > 1e-12 * high:
-        middle = 0.5 * (low + high)
-        if gdp_delta(middle, mu) > delta:
-            low = middle
-        else:
-            high = middle
-    return high
+    return smallest_within(
+        lambda epsilon: gdp_delta(epsilon, mu) <= delta, 1.0, grow=True, rtol=1e-12
+    )

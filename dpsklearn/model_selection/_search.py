@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -407,10 +407,13 @@ default="repeat_and_select"
         return self._fit(X, y, **fit_params)
 
     def _plan(self, X, y, **fit_params):
-        options = resolve_mechanism(
-            self.mechanism,
-            {"repeat_and_select": RepeatAndSelect},
-            owner=type(self).__name__,
+        options = cast(  # the one choice
+            RepeatAndSelect,
+            resolve_mechanism(
+                self.mechanism,
+                {"repeat_and_select": RepeatAndSelect},
+                owner=type(self).__name__,
+            ),
         )
         grid, *paths = self._candidates()
         classifier = is_classifier(self.estimator)

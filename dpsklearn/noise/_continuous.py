@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
+from .._monotone import smallest_within
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
 
 __all__ = [
@@ -139,21 +140,7 @@ def _analytic_sigma_unit(epsilon, delta):
     def ok(sigma):
         return _analytic_delta_unit(sigma, epsilon) <= delta
 
-    hi = 1.0
-    while not ok(hi):
-        hi *= 2.0
-    lo = hi / 2.0
-    while ok(lo) and lo > 1e-300:
-        hi, lo = lo, lo / 2.0
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if not (lo < mid < hi) or hi / lo - 1.0 <= 1e-14:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_within(ok, 1.0, grow=True, log=True, rtol=1e-14)
 
 
 @validate_params(

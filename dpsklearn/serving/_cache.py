@@ -167,7 +167,7 @@ class RowKeys:
             fixed-width key per row.
         """
         if self._sparse is not None:
-            return self._sparse_groups()
+            return self._sparse_groups(self._sparse)
         tags, words = [], []
         columns = cast("list[tuple[str, np.ndarray]]", self._columns)  # dense rows
         for tag, column in columns:
@@ -183,8 +183,7 @@ class RowKeys:
         keys = matrix.view(np.dtype((np.void, 8 * matrix.shape[1]))).ravel()
         return [(("dense", *tags), np.arange(self.n_rows), keys)]
 
-    def _sparse_groups(self):
-        X = self._sparse
+    def _sparse_groups(self, X):
         stored = np.diff(X.indptr)
         tag, data_words = _numeric_words(X.data)
         indices = X.indices.astype(np.int64)

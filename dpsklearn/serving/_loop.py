@@ -167,7 +167,9 @@ def serve(
         if not getattr(engine, "chunk_invariant", False) or len(rows) <= _FIRST_CHUNK:
             return answer(rows)
         # Chunk by chunk: the statistic of rows after a halt is never computed.
-        parts, n_done, timings = [], 0, []
+        parts: list[dict[str, np.ndarray]] = []
+        timings: list[tuple[int, float]] = []
+        n_done = 0
         with Progress(
             len(rows),
             desc=f"{state.label or 'model'} {method}",

@@ -256,7 +256,7 @@ class ServingState:
                     self._ledger_version = record.save(*self._snapshot())
 
     def _snapshot(self):
-        state = {name: int(getattr(self, name)) for name in _COUNTERS}
+        state: dict[str, Any] = {name: int(getattr(self, name)) for name in _COUNTERS}
         secret = {}
         engine_state = None if self.engine is None else self.engine.get_state()
         if engine_state is not None:

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
+from .._validation import n_rows
 from ._cache import cached_derived, cached_fit, cached_statistic, ensemble_key
 from ._fused import FusedLinearEnsemble, _fuse
 from ._inference import count_teacher_votes
@@ -67,7 +68,7 @@ def fit_teacher_ensemble(
 
     def fit():
         rng = check_random_state(random_state)
-        shards = partition_indices(X.shape[0], n_estimators, rng)
+        shards = partition_indices(n_rows(X), n_estimators, rng)
         seeds = teacher_seeds(rng, n_estimators)
         return fit_teachers(
             clone(estimator),

@@ -47,7 +47,7 @@ Memory: query chunks bound the score block to about ``2**17`` entries
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -446,11 +446,13 @@ class FusedLinearEnsemble:
         # bound tol (|x| P + Q) with the largest P, Q of the block, then the
         # exact per-column bound on the few candidates.
         n_rows = scores.shape[0]
+        # Score columns exist (the groups are theirs), so the bounds do too.
+        P_all, Q_all = cast(np.ndarray, self._P), cast(np.ndarray, self._Q)
         fixes = []  # (rows, teacher ids, fused vote)
         for group in self.groups:
             block = scores[:, group.start : group.stop]
-            P = self._P[group.start : group.stop]
-            Q = self._Q[group.start : group.stop]
+            P = P_all[group.start : group.stop]
+            Q = Q_all[group.start : group.stop]
             row_bound = tol * (norms * P.max() + Q.max())
             if group.kind == "binary":
                 negative, positive = group.classes[0]

@@ -23,6 +23,8 @@ would.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import sparse
 from sklearn.compose import ColumnTransformer
@@ -167,7 +169,7 @@ def _union(arrays):
     try:
         return np.unique(joined)
     except TypeError:
-        seen = {}
+        seen: dict[Any, None] = {}
         for value in joined:
             seen.setdefault(value, None)
         return np.asarray(list(seen), dtype=object)
@@ -244,7 +246,9 @@ class ColumnEncoding:
         error_teachers = (
             list(teacher_ids) if any(_refuses_unknown(b) for b in first) else []
         )
-        encoders, maps, known_parts = [], [[] for _ in per_teacher], []
+        encoders: list[Any] = []
+        maps: list[list[np.ndarray]] = [[] for _ in per_teacher]
+        known_parts = []
         offset = 0
         for position, block in enumerate(first):
             width = len(block.columns)
@@ -280,9 +284,9 @@ class ColumnEncoding:
                 maps[t].append(np.concatenate(columns))
             known_parts.append(known)
             offset += sum(sizes)
-        known = np.vstack(known_parts) if error_teachers else None
-        maps = [np.concatenate(m).astype(np.int64) for m in maps]
-        return cls(first, encoders, offset, known, error_teachers), maps, None
+        known_all = np.vstack(known_parts) if error_teachers else None
+        index_maps = [np.concatenate(m).astype(np.int64) for m in maps]
+        return cls(first, encoders, offset, known_all, error_teachers), index_maps, None
 
     def transform(self, X):
         """The common encoding of a query chunk: a CSR matrix, and its float dtype.
