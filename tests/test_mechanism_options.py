@@ -497,6 +497,7 @@ def test_abstain_label_of_boolean_classes_is_a_number():
         STUMP,
         n_estimators=5,
         max_queries=2,
+        mechanism=Exponential(unanswered="abstain"),
         classes=[False, True],
         random_state=0,
     ).fit(X, Y.astype(bool))
@@ -517,7 +518,7 @@ EXHAUSTIBLE = {
             n_estimators=10,
             epsilon=1000.0,
             max_queries=5,
-            mechanism="sparse_vector",
+            mechanism=SparseVector(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),
@@ -530,7 +531,7 @@ EXHAUSTIBLE = {
             n_estimators=10,
             epsilon=1000.0,
             max_queries=5,
-            mechanism="confident_gnmax",
+            mechanism=ConfidentGNMax(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),
@@ -539,7 +540,12 @@ EXHAUSTIBLE = {
     ),
     "private prediction": (
         PrivatePredictionClassifier(
-            STUMP, n_estimators=10, max_queries=5, classes=[0, 1], random_state=0
+            STUMP,
+            n_estimators=10,
+            max_queries=5,
+            mechanism=Exponential(unanswered="abstain"),
+            classes=[0, 1],
+            random_state=0,
         ),
         (X, Y),
         -1,
@@ -549,7 +555,7 @@ EXHAUSTIBLE = {
             STUMP,
             n_estimators=10,
             max_queries=5,
-            mechanism="gnmax",
+            mechanism=GNMax(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),

@@ -37,6 +37,7 @@ from ._base import (
     MIN_SAMPLES_PER_SHARD,
     TeacherEnsembleMixin,
     labels_from_indices,
+    predict_outputs,
 )
 
 __all__ = ["SubsampleAggregateClassifier"]
@@ -365,6 +366,7 @@ default="auto"
                 "classes_": classes,
                 "abstain_label_": abstain_label,
                 "mechanism_": options,
+                "_answer_student_": self._new_student(options, len(classes)),
             },
         )
 
@@ -572,9 +574,16 @@ default="auto"
 
     # -- predict -------------------------------------------------------------
     def predict(
-        self, X: ArrayLike, return_abstained: bool = False
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        self,
+        X: ArrayLike,
+        return_abstained: bool = False,
+        return_source: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
         """Private labels for ``X``, drawing on the model's budget.
+
+        Rows the mechanism does not answer get the answer of the student of
+        the released answers (``unanswered="student"``, the default of every
+        mechanism option; free post-processing), or ``abstain_label_``.
 
         Parameters
         ----------
@@ -583,12 +592,18 @@ default="auto"
         return_abstained : bool, default=False
             Also return a boolean mask of the rows answered with
             ``abstain_label_``.
+        return_source : bool, default=False
+            Also return where each answer came from: ``"private"`` (the
+            mechanism), ``"student"`` (the student of released answers) or
+            ``"abstained"``.
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
+        source : str ndarray of shape (n_queries,)
+            Only when ``return_source=True`` (after ``abstained`` when both).
         """
         X = self._validate_query(X)
         if isinstance(self.mechanism_, PublicPrior):
@@ -604,6 +619,7 @@ default="auto"
             def statistic(rows):
                 return self._vote_counts(take_rows(X, rows))
 
+        sources: dict = {}
         labels, abstained = serve(
             self._serving_state_,
             "predict",
@@ -611,7 +627,8 @@ default="auto"
             statistic,
             lambda values: labels_from_indices(self, values),
             fields=_FIELDS,
+            fallback=self._student_fallback(X, sources),
         )
-        if return_abstained:
-            return labels, abstained
-        return labels
+        return predict_outputs(
+            labels, abstained, sources, return_abstained, return_source
+        )
