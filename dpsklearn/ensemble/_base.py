@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
-from .._warn import warn_user
+from .._warn import warn_user, warning_scope
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 from ._student import AnswerStudent
@@ -71,6 +71,9 @@ ENSEMBLE_CONSTRAINTS = {
 
 class TeacherEnsembleMixin(PrivateEstimatorMixin):
     """Fit steps shared by the ensembles; the subclass's mechanism answers."""
+
+    # A search over an ensemble's privacy parameters warns once per kind.
+    _warnings_once_per_kind = True
 
     def _base_estimator(self):
         if self.estimator is None:
@@ -206,7 +209,7 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             X,
             y,
             n_estimators,
-            random_state=self.random_state,
+            random_state=self._teacher_random_state(),
             n_classes=n_classes,
             n_jobs=self.n_jobs,
             verbose=self.verbose,
@@ -255,7 +258,8 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         score : float
         """
         y_pred, abstained = predict_with_abstentions(self, X)
-        warn_if_abstained(self, abstained)
+        with warning_scope(self._warning_scope("score")):
+            warn_if_abstained(self, abstained)
         metric = accuracy_score if is_classifier(self) else r2_score
         return float(metric(y, y_pred, sample_weight=sample_weight))
 

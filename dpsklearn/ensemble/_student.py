@@ -135,7 +135,9 @@ class AnswerStudent:
             return
         with self._lock:
             self.n_answers += int(labels.size)
-            self.class_counts += np.bincount(labels, minlength=self.n_classes)
+            self.class_counts = self.class_counts + np.bincount(
+                labels, minlength=self.n_classes
+            )
             room = _MAX_ROWS - self._n_rows
             if room <= 0:
                 return

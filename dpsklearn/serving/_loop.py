@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .._progress import Progress
-from .._warn import warn_user
+from .._warn import warn_user, warning_scope
 from ..exceptions import AbstentionWarning, BudgetExhaustedError
 
 if TYPE_CHECKING:
@@ -246,7 +246,8 @@ def serve(
         abstained = abstained & ~from_fallback
     if n_answered < n_rows:
         n_left = int(np.count_nonzero(abstained[n_answered:]))
-        _warn_once_halted(state, method, n_rows - n_answered, n_left, n_rows)
+        with warning_scope(getattr(state, "warning_scope", None)):
+            _warn_once_halted(state, method, n_rows - n_answered, n_left, n_rows)
     with state.serving():
         state.count_returned(n_student, int(np.count_nonzero(abstained)))
     return answers, abstained
