@@ -7,6 +7,9 @@ citing the theorem it evaluates (``docs/design.rst``, "The planner"):
   what passes it;
 * :mod:`._stability_plan` -- which ``k`` and ``T`` answer most of a query
   stream (:func:`plan_stability_test`);
+* :mod:`._vote_choice` -- which vote mechanism answers a query stream best,
+  the student of its answers counted (:func:`plan_vote_mechanisms`, the
+  classifiers' ``"auto"``);
 * :mod:`._regression` -- the noise of private regression answers and the
   R^2 it costs (:func:`plan_regression_answers`), and the teachers' shard
   size for a knowledge-transfer student (:func:`knowledge_transfer_shard_rows`);
@@ -46,6 +49,11 @@ from ._sparse_vector import (
     theorem_3_11_n_estimators,
 )
 from ._stability_plan import StabilityPlanRow, plan_stability_test
+from ._vote_choice import (
+    VoteMechanismPlan,
+    exponential_teachers,
+    plan_vote_mechanisms,
+)
 
 __all__ = [
     "MECHANISMS",
@@ -53,10 +61,12 @@ __all__ = [
     "MarginHistogram",
     "RegressionAnswerPlan",
     "StabilityPlanRow",
+    "VoteMechanismPlan",
     "auto_n_estimators",
     "confident_gnmax_outcome",
     "distance_at_agreement",
     "erm_sample_size",
+    "exponential_teachers",
     "kernel_ridge_schedule",
     "knowledge_transfer_shard_rows",
     "min_distance_to_pass",
@@ -65,6 +75,7 @@ __all__ = [
     "pass_probability",
     "plan_regression_answers",
     "plan_stability_test",
+    "plan_vote_mechanisms",
     "predict_regime",
     "private_margin_histogram",
     "private_prediction_r",
