@@ -1,13 +1,13 @@
 """Warnings attributed to the user's line, not to dpsklearn's internals.
 
 Within :func:`warning_scope` (an estimator's ``fit``, ``predict`` and
-``score`` open one, keyed by the seed the estimator shares with its clones),
+``score`` open one, keyed by the seed an estimator shares with its clones),
 a warning of a kind already shown in that scope is not shown again: a
 ``GridSearchCV`` or ``cross_val_score`` over clones of one estimator shows
-each kind of warning once, not once per fold and candidate. Its kind is the
-message with its numbers taken out, and its category. (Python's own
-once-per-location rule cannot do this: scikit-learn's ``Parallel`` resets
-the warning registries around every fold.)
+each kind of warning once, not once per fold and candidate. Its kind is its
+category and the first clause of its message with the numbers taken out.
+(Python's own once-per-location rule cannot do this: scikit-learn's
+``Parallel`` resets the warning registries around every fold.)
 """
 
 from __future__ import annotations
@@ -35,8 +35,15 @@ _NUMBER = re.compile(r"[-+]?\d[\d.,_]*(?:e[-+]?\d+)?")
 
 
 def _kind(message: str, category: type[Warning]) -> tuple:
-    """A warning's kind: its category and its message without the numbers."""
-    return category, _NUMBER.sub("#", message)
+    """A warning's kind: its category and its first clause without the numbers.
+
+    The first clause (up to the first ``": "`` or ``". "``) says what is
+    warned about; what follows explains it with figures that change with
+    the parameters a search varies.
+    """
+    text = _NUMBER.sub("#", message)
+    cuts = [i for i in (text.find(": "), text.find(". ")) if i > 0]
+    return category, text[: min(cuts)] if cuts else text
 
 
 @contextlib.contextmanager
