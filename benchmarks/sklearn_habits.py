@@ -320,7 +320,7 @@ def main(argv=None):
 def _markdown(results):
     quick = " --quick" if results["quick"] else ""
     lines = [
-        "<!-- written by benchmarks/sklearn_habits.py -->",
+        "# scikit-learn's habits with the defaults: every row answered",
         "",
         f"Command: `{command('sklearn_habits.py', quick.strip())}`; "
         f"{results['environment']['date']}, {results['environment']['cpus']} cores "

@@ -16,8 +16,11 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from dpsklearn import (
+    ClippedMean,
     Exponential,
     PrivatePredictionClassifier,
+    SoftLabelHistogram,
+    SoftLabelPrivateRegressor,
     SparseVector,
     SubsampleAggregateClassifier,
 )
@@ -189,3 +192,33 @@ def test_one_class_or_few_answers_give_the_most_frequent_label(labels, expected)
     student.add(np.zeros((len(labels), 2)), np.array(labels))
     assert student.predict(np.ones((2, 2))).tolist() == expected
     assert student.kind == "most_frequent"
+
+
+def test_soft_label_auto_answers_where_its_test_cannot():
+    """100 teachers cannot pass the double test at epsilon 1: "auto" releases
+    each query's mean soft label, and the student of the released values
+    answers the rows after the planned queries."""
+    model = SoftLabelPrivateRegressor(
+        LogisticRegression(), n_estimators=100, max_queries=200, random_state=0,
+        noise_random_state=0,
+    )
+    with pytest.warns(UserWarning, match="chose ClippedMean"):
+        model.fit(X, Y)
+    assert isinstance(model.mechanism_, ClippedMean)
+    values, abstained, source = _ask(
+        model, X_Q, return_abstained=True, return_source=True
+    )
+    assert not abstained.any()
+    np.testing.assert_array_equal(source[:200], ["private"] * 200)
+    np.testing.assert_array_equal(source[200:], ["student"] * 400)
+    brier = np.mean((values - Y_Q) ** 2)
+    constant = np.mean((Y.mean() - Y_Q) ** 2)
+    assert brier < 0.5 * constant
+    # Asked for, the double test is what runs (and it abstains).
+    explicit = _fit(
+        SoftLabelPrivateRegressor(
+            LogisticRegression(), n_estimators=100, mechanism=SoftLabelHistogram(),
+            random_state=0,
+        )
+    )
+    assert isinstance(explicit.mechanism_, SoftLabelHistogram)

@@ -36,7 +36,7 @@ from sklearn.linear_model import LogisticRegression
 
 from .._validation import is_frame
 
-__all__ = ["AnswerStudent", "stack_rows"]
+__all__ = ["AnswerStudent", "ValueStudent", "stack_rows"]
 
 #: Refit when the released answers have grown by this factor since the last fit.
 _GROWTH = 2.0
@@ -228,3 +228,100 @@ class AnswerStudent:
         proba = np.zeros((n, self.n_classes))
         proba[:, np.asarray(model.classes_, dtype=np.int64)] = part
         return proba
+
+
+class ValueStudent:
+    """A student of released values in ``[0, 1]`` (a soft-label regressor's answers).
+
+    Fitted on the query rows answered and the values released for them
+    only (post-processing, free): a clone of a regressor ``estimator`` on the
+    values, or of a classifier ``estimator`` on the values rounded to ``{0,
+    1}``, answering its ``predict_proba[:, 1]``; the mean released value
+    while fewer than :data:`_MIN_ANSWERS` were released (or one rounded
+    class); None while none were. Refitted when the answers double.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
+    >>> from dpsklearn.ensemble._student import ValueStudent
+    >>> student = ValueStudent(Ridge(alpha=1e-6))
+    >>> X = np.linspace(0, 1, 40).reshape(-1, 1)
+    >>> student.add(X, X[:, 0])
+    >>> np.round(student.predict(np.array([[0.25]])), 2).tolist()
+    [0.25]
+    """
+
+    def __init__(self, estimator: Any) -> None:
+        self.estimator = estimator
+        self.n_answers = 0
+        self.total = 0.0
+        self._rows: list = []
+        self._values: list = []
+        self._n_rows = 0
+        self._model: Any = None
+        self._fitted_on = 0
+
+    def add(self, X_rows: Any, values: np.ndarray) -> None:
+        """Remember released values of query rows."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.size == 0:
+            return
+        self.n_answers += int(values.size)
+        self.total += float(values.sum())
+        room = _MAX_ROWS - self._n_rows
+        if room <= 0:
+            return
+        if values.size > room:
+            X_rows, values = X_rows[:room], values[:room]
+        self._rows.append(X_rows)
+        self._values.append(values)
+        self._n_rows += int(values.size)
+
+    def _refit(self):
+        from sklearn.base import is_classifier
+
+        X = stack_rows(self._rows)
+        values = np.concatenate(self._values)
+        self._rows, self._values = [X], [values]
+        self._fitted_on = self.n_answers
+        self._model = None
+        target = (values >= 0.5).astype(np.int64) if is_classifier(
+            self.estimator
+        ) else values
+        if is_classifier(self.estimator) and np.unique(target).size < 2:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                self._model = clone(self.estimator).fit(X, target)
+            except Exception:  # the template cannot take these rows
+                self._model = None
+
+    def predict(self, X_rows: Any) -> np.ndarray | None:
+        """Values in ``[0, 1]`` for ``X_rows``, or None when nothing was released."""
+        if self.n_answers == 0:
+            return None
+        n = X_rows.shape[0]
+        mean = self.total / self.n_answers
+        if self.n_answers < _MIN_ANSWERS:
+            return np.full(n, mean)
+        if self.n_answers >= _GROWTH * max(self._fitted_on, 1) or (
+            self._model is None and not self._fitted_on
+        ):
+            self._refit()
+        model = self._model
+        if model is None:
+            return np.full(n, mean)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if hasattr(model, "predict_proba") and hasattr(model, "classes_"):
+                    proba = np.asarray(model.predict_proba(X_rows), dtype=np.float64)
+                    column = list(np.asarray(model.classes_)).index(1)
+                    out = proba[:, column]
+                else:
+                    out = np.asarray(model.predict(X_rows), dtype=np.float64)
+        except Exception:
+            return np.full(n, mean)
+        return np.clip(out.reshape(n), 0.0, 1.0)
