@@ -47,6 +47,27 @@ _MIN_ANSWERS = 10
 _MAX_ROWS = 50_000
 
 
+def _seeded_clone(template: Any) -> Any:
+    """A clone whose unset ``random_state`` parameters are fixed (to 0).
+
+    The student answers are post-processing, so any randomness will do; a
+    fixed seed makes them reproducible, as the mechanism's answers are with
+    ``noise_random_state``.
+    """
+    student = clone(template)
+    try:
+        unset = {
+            name: 0
+            for name, value in student.get_params(deep=True).items()
+            if name.split("__")[-1] == "random_state" and value is None
+        }
+        if unset:
+            student.set_params(**unset)
+    except Exception:  # not a scikit-learn estimator: as it is
+        pass
+    return student
+
+
 def stack_rows(parts: list) -> Any:
     """Concatenate validated query rows of one form (arrays, frames, sparse).
 
@@ -166,7 +187,7 @@ class AnswerStudent:
                 ("logistic", LogisticRegression()),
             ):
                 try:
-                    self._model = clone(template).fit(X, y)
+                    self._model = _seeded_clone(template).fit(X, y)
                     self.kind = kind
                     return
                 except Exception:  # the template cannot take these rows
@@ -294,7 +315,7 @@ class ValueStudent:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self._model = clone(self.estimator).fit(X, target)
+                self._model = _seeded_clone(self.estimator).fit(X, target)
             except Exception:  # the template cannot take these rows
                 self._model = None
 
