@@ -466,22 +466,8 @@ PublicPriorTest
             n_estimators=fixed_k,
         )
         best = plans[0]
-        if best.mechanism == "sparse_vector":
-            options: MechanismOptions = SparseVector()
-        elif best.mechanism == "confident_gnmax":
-            options = ConfidentGNMax(max_answers=best.max_answers)
-        else:
-            options = Exponential()
-        others = ", ".join(
-            f"{plan.mechanism}"
-            + (f"(max_answers={plan.max_answers})" if plan.max_answers else "")
-            + (
-                " only noise can pass"
-                if plan.hopeless
-                else f" {plan.accuracy_all:.2f}"
-            )
-            for plan in plans[1:]
-        )
+        options = best.options()
+        others = ", ".join(plan.describe() for plan in plans[1:])
         warn_user(
             f"mechanism='auto' chose {options!r} with k={best.n_estimators} "
             f"teachers: with {n_samples} training rows at epsilon={self.epsilon} it "
@@ -598,13 +584,8 @@ PublicPriorTest
         )
 
     def _exponential(self, options, n_samples, classes):
-        """The per-query exponential mechanism, ``k`` and the queries it pays for.
-
-        ``k`` as :class:`~dpsklearn.PrivatePredictionClassifier` takes it
-        (Dwork and Feldman's Theorem 1, capped at 20 rows per shard) unless
-        ``n_estimators`` is set; ``max_queries`` (or the 1,000 planned) is
-        part of the guarantee.
-        """
+        """The exponential mechanism, ``k`` (PrivatePredictionClassifier's rule)
+        and the queries it pays for (part of the guarantee)."""
         max_queries = self._planned_queries()
         if self.n_estimators == "auto":
             n_estimators, _ = exponential_teachers(

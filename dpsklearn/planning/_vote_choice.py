@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
-from ..mechanisms import ConfidentGNMax, Exponential
+from ..mechanisms import ConfidentGNMax, Exponential, MechanismOptions, SparseVector
 from ._outcomes import confident_gnmax_outcome
 from ._sample_size import private_prediction_r
 from ._stability_plan import plan_stability_test
@@ -104,6 +104,20 @@ class VoteMechanismPlan:
     def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict (for tables)."""
         return asdict(self)
+
+    def options(self) -> MechanismOptions:
+        """The mechanism parameter object this row stands for (default options)."""
+        if self.mechanism == "sparse_vector":
+            return SparseVector()
+        if self.mechanism == "confident_gnmax":
+            return ConfidentGNMax(max_answers=self.max_answers)
+        return Exponential()
+
+    def describe(self) -> str:
+        """One phrase for messages: the mechanism and its predicted accuracy."""
+        limit = "" if self.max_answers is None else f"(max_answers={self.max_answers})"
+        outcome = "only noise can pass" if self.hopeless else f"{self.accuracy_all:.2f}"
+        return f"{self.mechanism}{limit} {outcome}"
 
 
 def _prior_counts(k, n_classes):
