@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import secrets
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -41,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._param_validation import ValidatesParameters
 from ._validation import validate_input
-from ._warn import warn_user
+from ._warn import warn_user, warning_scope
 from .accounting import BaseAccountant, PrivacyAccountant
 from .exceptions import BudgetExhaustedError, PrivacyLeakWarning
 from .noise import NoiseSource, make_noise_generators
@@ -189,6 +190,9 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
 
     # Fitted means a completed fit.
     _fitted_marker = "_serving_state_"
+    #: Show each kind of warning once among the estimator and its clones (a
+    #: search over its parameters): the teacher ensembles set it.
+    _warnings_once_per_kind = False
 
     if TYPE_CHECKING:
         # What the template reads: each estimator's parameters (set by its
@@ -260,9 +264,55 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
 
+    # -- the seed an estimator shares with its clones ----------------------------
+    def _clone_seed(self) -> int:
+        """A seed drawn once per estimator (at its first fit or clone), kept by clone.
+
+        It seeds the partition and the teachers when ``random_state`` is
+        None, so the fits of a search over privacy parameters (clones of one
+        estimator on the same rows) share their teachers through the teacher
+        cache, as with an integer ``random_state``; and it names the
+        estimator's :func:`~dpsklearn._warn.warning_scope`, so such a search
+        shows each kind of warning once. The seed is randomness independent
+        of the data: whatever its value, the shards are a data-independent
+        partition (``docs/privacy_contract.rst``, "Randomness").
+        """
+        seed = self.__dict__.get("_shared_seed")
+        if seed is None:
+            seed = secrets.randbits(32)
+            self._shared_seed = seed
+        return seed
+
+    def __sklearn_clone__(self):
+        """``clone``: the parameters, and the seed shared with the clones."""
+        seed = self._clone_seed()
+        new = super().__sklearn_clone__()
+        new._shared_seed = seed
+        return new
+
+    def _teacher_random_state(self):
+        """``random_state``, or the shared seed when it is None."""
+        if self.random_state is None:
+            return self._clone_seed()
+        return self.random_state
+
     # -- the fit template --------------------------------------------------------
     def _fit(self, X, y=None, **fit_params):
-        """Validate, reserve, train, spend, serve, release, set fitted (in order)."""
+        """Validate, reserve, train, spend, serve, release, set fitted (in order).
+
+        Warnings are shown once per kind among the estimator's clones (a
+        search), by :func:`~dpsklearn._warn.warning_scope`.
+        """
+        with warning_scope(self._warning_scope("fit")):
+            return self._fit_in_scope(X, y, **fit_params)
+
+    def _warning_scope(self, method):
+        """The :func:`~dpsklearn._warn.warning_scope` of ``method``, or None."""
+        if not self._warnings_once_per_kind:
+            return None
+        return (method, self._clone_seed())
+
+    def _fit_in_scope(self, X, y=None, **fit_params):
         self._validate_params()
         plan = self._plan(X, y, **fit_params)
         accountant, events = self._reserve(plan.mechanism, self.epsilon, plan.delta)
@@ -376,6 +426,8 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         )
         # A PrivacyLedger accountant keeps the serving state durable.
         state.bind_store(accountant, label)
+        # The serving loop's warnings: once per kind among the clones too.
+        state.warning_scope = self._warning_scope("serve")
         return state, noise
 
     def _set_fitted(self, attributes):

@@ -67,8 +67,10 @@ def test_score_warns_with_the_count_of_abstentions():
     assert score == 0.0  # every row answered with abstain_label
     status = model.budget_status()
     # T = 3 failed tests were released; the rest is the halted model's free
-    # padding with abstain_label, which the score counted as answers.
-    assert status.halted and status.n_abstained == 3
+    # padding with abstain_label, which the score counted as answers. No
+    # answer was released, so no student could answer: all 200 abstained.
+    assert status.halted and status.n_served == 3
+    assert status.n_abstained == 200 and status.n_student == 0
 
 
 def test_score_through_a_pipeline_warns():

@@ -157,6 +157,12 @@ REGISTRY: list[CheckCase] = [
             max_queries=10_000,
             noise_random_state=0,
         ),
+        {
+            "check_methods_sample_order_invariance": (
+                "a failed threshold check is answered by the student of the "
+                "answers released before it, so it depends on the order"
+            ),
+        },
     ),
     # -- the per-query ensembles ----------------------------------------------
     # A query row asked again gets the answer already released for it, so the

@@ -364,7 +364,8 @@ def gnmax_model(max_answers=500, **kwargs):
         n_estimators=300,
         epsilon=8.0,
         delta=1e-5,
-        mechanism=ConfidentGNMax(max_answers=max_answers),
+        # Abstentions asked for: these tests read the mechanism's answers.
+        mechanism=ConfidentGNMax(max_answers=max_answers, unanswered="abstain"),
         max_queries=1000,
         classes=[0, 1],
         random_state=0,

@@ -21,6 +21,9 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from dpsklearn import (
     BudgetExhaustedError,
+    ConfidentGNMax,
+    Exponential,
+    GNMax,
     PrivacyLedger,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
@@ -42,13 +45,19 @@ def _fit(model, ledger):
 def _models():
     tree = DecisionTreeClassifier(max_depth=2)
     return {
+        # Abstentions asked for: the tests read what the budget still pays.
         "private_prediction": PrivatePredictionClassifier(
-            tree, n_estimators=10, max_queries=12, classes=[0, 1], random_state=0
+            tree,
+            n_estimators=10,
+            max_queries=12,
+            mechanism=Exponential(unanswered="abstain"),
+            classes=[0, 1],
+            random_state=0,
         ),
         "private_prediction_gnmax": PrivatePredictionClassifier(
             tree,
             n_estimators=10,
-            mechanism="gnmax",
+            mechanism=GNMax(unanswered="abstain"),
             max_queries=12,
             classes=[0, 1],
             random_state=0,
@@ -63,7 +72,7 @@ def _models():
         "confident_gnmax": SubsampleAggregateClassifier(
             tree,
             n_estimators=10,
-            mechanism="confident_gnmax",
+            mechanism=ConfidentGNMax(unanswered="abstain"),
             max_queries=12,
             classes=[0, 1],
             random_state=0,

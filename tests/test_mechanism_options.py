@@ -9,9 +9,10 @@
   not run is refused at ``fit`` with a message naming ``mechanism``, before
   anything is spent.
 * Every public estimator has at most 12 constructor parameters.
-* ``SubsampleAggregateClassifier(mechanism="auto")`` takes the sparse vector
-  test where the planner expects it to answer, Confident-GNMax elsewhere,
-  with one warning.
+* ``SubsampleAggregateClassifier(mechanism="auto")`` takes the mechanism
+  predicted to answer the planned queries best (the student of its answers
+  counted), never one whose own check says only noise can pass, with one
+  warning.
 * Abstentions: ``abstain_label_`` is chosen from the public label set; a
   model whose budget or ``max_queries`` is spent abstains on every further
   row (the mask, the abstention value) and reports ``halted``.
@@ -31,7 +32,6 @@ import pytest
 from _helpers import STUMP, two_blobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.compose import ColumnTransformer
-from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -61,7 +61,8 @@ from dpsklearn import (
     SufficientStatistics,
 )
 from dpsklearn.accounting import PureEvent
-from dpsklearn.mechanisms import MechanismOptions, StabilityTest, resolve_mechanism
+from dpsklearn.mechanisms import MechanismOptions, resolve_mechanism
+from dpsklearn.planning import plan_vote_mechanisms
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpsklearn.PrivacyLeakWarning")
 
@@ -392,43 +393,55 @@ def test_no_public_estimator_has_more_than_twelve_parameters():
 # -- mechanism="auto" ---------------------------------------------------------------
 
 
-AUTO_WARNING = "mechanism='auto' chose ConfidentGNMax"
+AUTO_WARNING = "mechanism='auto' chose"
 
 
-def test_auto_takes_the_stability_test_on_a_table_big_enough():
-    # 300,000 rows at epsilon 2, delta 1e-6, with k = 10,000 (30 rows per
-    # shard) and the default options (T = 100, noisy-max fallback): w = 2,003
-    # votes, passed at 70% agreement, so the planner expects 94% of 1,000
-    # planned queries answered by passing (5,000 teachers need 90%: 0.01%,
-    # and "auto" would not take it). The choice reads only public numbers; a
-    # cheap teacher keeps the fit fast.
+def test_auto_never_takes_what_only_noise_can_pass():
+    # 6,400 rows at epsilon 1 (a fold of 8,000 Adult rows): Confident-GNMax
+    # with max_answers=1000 has a vote threshold above the k = 320 teachers
+    # and the stability test cannot pass; "auto" used to take the first.
+    plans = plan_vote_mechanisms(6_400, 2, 1.0, 1e-5, 1000)
+    hopeless = {(p.mechanism, p.max_answers) for p in plans if p.hopeless}
+    assert ("confident_gnmax", 1000) in hopeless
+    assert ("sparse_vector", None) in hopeless
+    assert not plans[0].hopeless
+    assert all(p.hopeless for p in plans[-len(hopeless) :])
+    model = SubsampleAggregateClassifier(STUMP, epsilon=1.0, classes=[0, 1])
     rng = np.random.default_rng(0)
-    X_big = rng.normal(size=(300_000, 1))
-    y_big = (X_big[:, 0] > 0).astype(int)
-    model = SubsampleAggregateClassifier(
-        DummyClassifier(strategy="most_frequent"),
-        n_estimators=10_000,
-        epsilon=2.0,
-        delta=1e-6,
-        classes=[0, 1],
-        random_state=0,
-    )
+    X_fold = rng.normal(size=(6_400, 2))
+    y_fold = (X_fold[:, 0] > 0).astype(int)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(X_big, y_big)
-    assert isinstance(model.mechanism_, SparseVector)
-    assert model.mechanism_.max_unstable == 100  # the default options
-    expected = StabilityTest.calibrate(2.0, 1e-6, max_unstable=100)
-    assert model.calibration_ == "laplace"
-    assert model.threshold_ == expected.calibration.threshold
-    assert not [w for w in caught if AUTO_WARNING in str(w.message)]
-    # The choice is said too, with the assumption it rests on.
-    said = [w for w in caught if "chose the sparse vector" in str(w.message)]
+        model.fit(X_fold, y_fold)
+    said = [w for w in caught if AUTO_WARNING in str(w.message)]
     assert len(said) == 1
-    assert "assuming at most 5% of queries are unstable" in str(said[0].message)
+    assert "only noise can pass" in str(said[0].message)
+    assert isinstance(model.mechanism_, Exponential)
+    assert model.mechanism == "auto"
+    # The exponential mechanism as PrivatePredictionClassifier runs it.
+    twin = PrivatePredictionClassifier(STUMP, epsilon=1.0, classes=[0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        twin.fit(X_fold, y_fold)
+    assert model.n_estimators_ == twin.n_estimators_
+    assert model.epsilon_per_query_ == twin.epsilon_per_query_
 
 
-def test_auto_takes_confident_gnmax_on_a_small_table_with_one_warning():
+def test_auto_takes_a_free_test_only_where_it_is_clearly_better():
+    # The prior predicts the exponential mechanism's Theorem 1 teachers at
+    # about 0.93 agreement; with two million rows the many teachers of the
+    # stability test or Confident-GNMax are predicted more than 5 points
+    # better over all planned queries, so they are taken.
+    big = plan_vote_mechanisms(2_000_000, 2, 1.0, 1e-5, 1000)
+    assert big[0].mechanism in {"sparse_vector", "confident_gnmax"}
+    exponential = next(p for p in big if p.mechanism == "exponential")
+    assert big[0].accuracy_all >= exponential.accuracy_all + 0.05
+    # A fixed k is every mechanism's k.
+    fixed = plan_vote_mechanisms(300_000, 2, 2.0, 1e-6, 1000, n_estimators=10_000)
+    assert {p.n_estimators for p in fixed} == {10_000}
+
+
+def test_auto_with_a_small_table_answers_every_row_with_one_warning():
     model = SubsampleAggregateClassifier(
         STUMP, n_estimators=30, epsilon=1.0, classes=[0, 1], random_state=0
     )
@@ -438,18 +451,11 @@ def test_auto_takes_confident_gnmax_on_a_small_table_with_one_warning():
     auto = [w for w in caught if AUTO_WARNING in str(w.message)]
     assert len(auto) == 1
     message = str(auto[0].message)
-    # It names the alternatives and public figures only.
-    for alternative in (
-        "SparseVector",
-        "PrivatePredictionClassifier",
-        "KnowledgeTransferClassifier",
-    ):
-        assert alternative in message
-    assert isinstance(model.mechanism_, ConfidentGNMax)
-    assert model.mechanism_.max_answers == 1000  # the 1,000 planned queries
+    for name in ("confident_gnmax", "sparse_vector", "plan_vote_mechanisms"):
+        assert name in message
     assert model.mechanism == "auto"
     labels, abstained = model.predict(X_Q[:20], return_abstained=True)
-    assert labels.shape == (20,) and set(labels[abstained]) <= {-1}
+    assert labels.shape == (20,) and not abstained.any()
 
 
 # -- abstain_label_ -----------------------------------------------------------------
@@ -497,6 +503,7 @@ def test_abstain_label_of_boolean_classes_is_a_number():
         STUMP,
         n_estimators=5,
         max_queries=2,
+        mechanism=Exponential(unanswered="abstain"),
         classes=[False, True],
         random_state=0,
     ).fit(X, Y.astype(bool))
@@ -517,7 +524,7 @@ EXHAUSTIBLE = {
             n_estimators=10,
             epsilon=1000.0,
             max_queries=5,
-            mechanism="sparse_vector",
+            mechanism=SparseVector(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),
@@ -530,7 +537,7 @@ EXHAUSTIBLE = {
             n_estimators=10,
             epsilon=1000.0,
             max_queries=5,
-            mechanism="confident_gnmax",
+            mechanism=ConfidentGNMax(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),
@@ -539,7 +546,12 @@ EXHAUSTIBLE = {
     ),
     "private prediction": (
         PrivatePredictionClassifier(
-            STUMP, n_estimators=10, max_queries=5, classes=[0, 1], random_state=0
+            STUMP,
+            n_estimators=10,
+            max_queries=5,
+            mechanism=Exponential(unanswered="abstain"),
+            classes=[0, 1],
+            random_state=0,
         ),
         (X, Y),
         -1,
@@ -549,7 +561,7 @@ EXHAUSTIBLE = {
             STUMP,
             n_estimators=10,
             max_queries=5,
-            mechanism="gnmax",
+            mechanism=GNMax(unanswered="abstain"),
             classes=[0, 1],
             random_state=0,
         ),

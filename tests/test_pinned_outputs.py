@@ -92,11 +92,19 @@ def _regression():
 
 
 def _predict_all(model, X_query):
-    """Answers of one call, the abstention mask and the abstention value."""
-    answers, abstained = model.predict(X_query, return_abstained=True)
+    """Answers of one call, the abstention mask and the abstention value.
+
+    What is pinned is what the mechanism released: a classifier's rows that
+    the student of its released answers answered (post-processing, added
+    after these records) are read as the abstentions the mechanism left.
+    """
     if hasattr(model, "abstain_label_"):
         fill = model.abstain_label_
+        answers, source = model.predict(X_query, return_source=True)
+        abstained = source != "private"
+        answers = np.where(abstained, fill, answers).astype(answers.dtype)
     else:
+        answers, abstained = model.predict(X_query, return_abstained=True)
         lo, hi = model.target_range_
         fill = lo + 0.5 * (hi - lo)
     return {"answers": answers, "abstained": abstained, "fill": fill}

@@ -310,7 +310,11 @@ def test_predict_proba_is_the_documented_release():
 def test_predict_proba_costs_its_units_and_abstains_past_the_budget(binary_data):
     X, y = binary_data
     clf = PrivatePredictionClassifier(
-        n_estimators=5, epsilon=1000.0, max_queries=1000, classes=[0, 1]
+        n_estimators=5,
+        epsilon=1000.0,
+        max_queries=1000,
+        classes=[0, 1],
+        mechanism=Exponential(unanswered="abstain"),
     ).fit(X, y)
     # The estimator takes the tightest split (the exact bounded-range game
     # here); a probability row costs what its calibration says.
@@ -358,7 +362,11 @@ def test_predict_proba_costs_four_units_under_zcdp():
 def test_budget_exhaustion_returns_the_paid_prefix(binary_data):
     X, y = binary_data
     clf = PrivatePredictionClassifier(
-        n_estimators=5, max_queries=10, classes=[0, 1], noise_random_state=0
+        n_estimators=5,
+        max_queries=10,
+        classes=[0, 1],
+        noise_random_state=0,
+        mechanism=Exponential(unanswered="abstain"),
     ).fit(X, y)
     first = clf.predict(X[:4])
     # Rows 0-3 are cached; 6 new distinct rows are affordable, the 7th is not.
@@ -533,15 +541,35 @@ def test_regressor_bad_target_range(target_range):
     assert shared.events == []
 
 
-@pytest.mark.parametrize(
-    "Estimator", [PrivatePredictionClassifier, PrivatePredictionRegressor]
-)
-def test_max_queries_none_is_refused(binary_data, Estimator):
+def test_max_queries_none_is_refused(binary_data):
     X, y = binary_data
     shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
     with pytest.raises(ValueError, match="max_queries"):
-        Estimator(max_queries=None, accountant=shared).fit(X, y)
+        PrivatePredictionRegressor(max_queries=None, accountant=shared).fit(X, y)
     assert shared.events == []
+
+
+def test_classifier_max_queries_none_plans_a_public_number(binary_data):
+    """None plans 1,000 units at fit (public), the same calibration as 1,000;
+    rows past them are the student's, so every row gets a label."""
+    X, y = binary_data
+    planned = PrivatePredictionClassifier(n_estimators=5, classes=[0, 1]).fit(X, y)
+    stated = PrivatePredictionClassifier(
+        n_estimators=5, classes=[0, 1], max_queries=1000
+    ).fit(X, y)
+    assert planned.max_queries is None and planned.max_queries_ == 1000
+    assert planned.epsilon_per_query_ == stated.epsilon_per_query_
+    assert planned.calibration_ == stated.calibration_
+    queries = np.random.default_rng(1).normal(size=(1200, X.shape[1]))
+    with pytest.warns(UserWarning, match="student"):
+        labels, abstained, source = planned.predict(
+            queries, return_abstained=True, return_source=True
+        )
+    assert not abstained.any() and set(labels.tolist()) <= {0, 1}
+    np.testing.assert_array_equal(source[:1000], ["private"] * 1000)
+    np.testing.assert_array_equal(source[1000:], ["student"] * 200)
+    status = planned.budget_status()
+    assert (status.n_answered, status.n_student, status.n_abstained) == (1000, 200, 0)
 
 
 @pytest.mark.parametrize(
@@ -649,7 +677,12 @@ def test_copies_do_not_replay_the_noise(binary_data):
 )
 def test_refused_refit_keeps_the_live_model(binary_data, Estimator):
     X, y = binary_data
-    model = Estimator(n_estimators=5, max_queries=10).fit(X, y)
+    abstain = (
+        {"mechanism": Exponential(unanswered="abstain")}
+        if Estimator is PrivatePredictionClassifier
+        else {}
+    )
+    model = Estimator(n_estimators=5, max_queries=10, **abstain).fit(X, y)
     model.predict(X[:3])
     accountant, teachers = model.accountant_, model.estimators_
     shared = PrivacyAccountant(epsilon=0.5, delta=1e-5)
@@ -868,7 +901,7 @@ def test_gnmax_budget_exhaustion_returns_the_paid_prefix(binary_data):
     X, y = binary_data
     clf = PrivatePredictionClassifier(
         n_estimators=10,
-        mechanism="gnmax",
+        mechanism=GNMax(unanswered="abstain"),
         max_queries=10,
         classes=[0, 1],
         noise_random_state=0,
@@ -898,7 +931,10 @@ def test_gnmax_max_queries_spent_abstains(binary_data):
     X, y = binary_data
     m = 7
     clf = PrivatePredictionClassifier(
-        n_estimators=5, mechanism="gnmax", max_queries=m, classes=[0, 1]
+        n_estimators=5,
+        mechanism=GNMax(unanswered="abstain"),
+        max_queries=m,
+        classes=[0, 1],
     ).fit(X, y)
     for i in range(m):  # one distinct row per call, alternating the methods
         (clf.predict if i % 2 else clf.predict_proba)(X[i : i + 1])

@@ -227,9 +227,11 @@ def _monte_carlo(model, X_query, y_query, repeats, seed=0):
     answered, correct = [], []
     for _ in range(repeats):
         rows = rng.integers(len(y_query), size=len(y_query))
-        labels, abstained = copy.deepcopy(model).predict(
-            X_query[rows], return_abstained=True
+        # The mechanism's own answers (the student's rows count as unanswered).
+        labels, source = copy.deepcopy(model).predict(
+            X_query[rows], return_source=True
         )
+        abstained = source != "private"
         answered.append(~abstained)
         correct.append((labels == y_query[rows]) & ~abstained)
     answered, correct = np.array(answered), np.array(correct)

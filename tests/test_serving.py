@@ -152,7 +152,10 @@ def test_status_schema_and_invariants(name):
     assert before.spent == (0.0, 0.0)
     _ask(model, X[:150])
     status = model.budget_status()
-    assert status.n_served == status.n_answered + status.n_abstained
+    # Every row returned was answered privately, by the student of the
+    # released answers, or abstained on; the mechanism released n_served.
+    assert status.n_answered + status.n_student + status.n_abstained == 150
+    assert status.n_answered <= status.n_served
     assert 0 < status.n_served <= 150
     epsilon, delta = model.epsilon, model.delta
     # What the releases so far cost never exceeds the model's budget.

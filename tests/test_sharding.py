@@ -257,7 +257,9 @@ def test_estimator_with_a_label_no_row_holds():
     model = SubsampleAggregateClassifier(
         n_estimators=9,
         classes=["maybe", "no", "yes"],
-        mechanism=SparseVector(max_unstable=20, fallback="abstain"),
+        mechanism=SparseVector(
+            max_unstable=20, fallback="abstain", unanswered="abstain"
+        ),
         random_state=0,
         epsilon=1000.0,
     ).fit(X, labels)

@@ -479,7 +479,9 @@ def test_copies_do_not_replay_the_noise(regression_data):
 
 def test_refused_refit_keeps_the_live_model(regression_data):
     X, y = regression_data
-    reg = SoftLabelPrivateRegressor(n_estimators=5, target_range=(-1, 1)).fit(X, y)
+    reg = SoftLabelPrivateRegressor(
+        n_estimators=5, target_range=(-1, 1), mechanism="soft_label"
+    ).fit(X, y)
     state = reg._serving_state_
     with pytest.raises(ValueError, match="gamma"):
         reg.set_params(mechanism=SoftLabelHistogram(gamma=0.3)).fit(X, y)

@@ -176,8 +176,10 @@ def test_cache_off_and_clear(fits):
 
 
 def test_memory_cache_is_bounded(fits):
+    import dpsklearn.teachers._cache as cache
+
     X, y, _ = _data()
-    capacity = 4
+    capacity = cache._CAPACITY
     for seed in range(capacity + 1):
         _model(random_state=seed).fit(X, y)
     assert fits["n"] == capacity + 1

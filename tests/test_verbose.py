@@ -101,7 +101,7 @@ def test_fit_silent_by_default(data, capsys):
 
 def test_predict_verbose_shows_counts_only(data, capsys):
     X, y = data
-    model = _fit(1, None, X, y)
+    model = _fit(1, None, X, y, mechanism=SparseVector())
     capsys.readouterr()
     model.predict(X[:10])
     out = capsys.readouterr().out

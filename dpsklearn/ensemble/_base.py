@@ -22,17 +22,20 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import accepts_nan, output_dtype, warn_if_delta_large
-from .._warn import warn_user
+from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
+from .._warn import warn_user, warning_scope
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
+from ._student import AnswerStudent
 
 __all__ = [
     "ENSEMBLE_CONSTRAINTS",
     "MIN_SAMPLES_PER_SHARD",
     "TeacherEnsembleMixin",
+    "answer_sources",
     "labels_from_indices",
     "one_class_read_from_y",
+    "predict_outputs",
 ]
 
 #: Rows per shard that ``n_estimators="auto"`` keeps at least.
@@ -82,6 +85,9 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         verbose: int
         estimators_: list[Any]
         classes_: NDArray[Any]
+
+    # A search over an ensemble's privacy parameters warns once per kind.
+    _warnings_once_per_kind = True
 
     def _base_estimator(self):
         if self.estimator is None:
@@ -218,7 +224,7 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             X,
             y,
             n_estimators,
-            random_state=self.random_state,
+            random_state=self._teacher_random_state(),
             n_classes=n_classes,
             n_jobs=self.n_jobs,
             verbose=self.verbose,
@@ -267,9 +273,62 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         score : float
         """
         y_pred, abstained = predict_with_abstentions(self, X)
-        warn_if_abstained(self, abstained)
+        with warning_scope(self._warning_scope("score")):
+            warn_if_abstained(self, abstained)
         metric = accuracy_score if is_classifier(self) else r2_score
         return float(metric(y, y_pred, sample_weight=sample_weight))
+
+    # -- the student of released answers ----------------------------------------
+    def _new_student(self, options, n_classes):
+        """An empty student of released answers, or None (``unanswered="abstain"``)."""
+        if getattr(options, "unanswered", "abstain") != "student":
+            return None
+        return AnswerStudent(self._base_estimator(), n_classes)
+
+    def _student_fallback(self, X, sources, *, proba=False):
+        """The serving loop's ``fallback``: the student of the released answers.
+
+        It first learns the rows this call's mechanism answered (query rows
+        and released labels; for ``predict_proba``, the argmax of each
+        released row), then answers the rows left unanswered. Only released
+        answers and public query rows reach it: post-processing, free
+        (``docs/privacy_contract.rst``, "Rows the mechanism does not
+        answer"). ``sources["student"]`` receives the mask of rows it
+        answered. None when the model has no student.
+        """
+        student = getattr(self, "_answer_student_", None)
+        if student is None:
+            return None
+        classes = self.classes_
+
+        def fallback(answers, abstained):
+            answered = np.flatnonzero(~abstained)
+            if answered.size:
+                released = answers[answered]
+                index = (
+                    np.argmax(released, axis=1)
+                    if proba
+                    else _indices_of(classes, released)
+                )
+                known = index >= 0
+                student.add(take_rows(X, answered[known]), index[known])
+            from_student = np.zeros(len(answers), dtype=bool)
+            rows = np.flatnonzero(abstained)
+            if rows.size:
+                X_rows = take_rows(X, rows)
+                if proba:
+                    filled = student.predict_proba(X_rows)
+                else:
+                    index = student.predict(X_rows)
+                    filled = None if index is None else classes[index]
+                if filled is not None:
+                    answers = answers.copy()
+                    answers[rows] = filled
+                    from_student[rows] = True
+            sources["student"] = from_student
+            return answers, from_student
+
+        return fallback
 
     def _validate_query(self, X):
         """Query rows by the input rule of ``fit`` (before anything is spent)."""
@@ -346,3 +405,40 @@ def labels_from_indices(model, values):
     if abstained.any():
         labels[abstained] = model.abstain_label_
     return labels
+
+
+def _indices_of(classes, labels):
+    """Indices into ``classes`` of released labels (every label is a class)."""
+    import pandas as pd
+
+    return pd.Index(classes).get_indexer(np.asarray(labels, dtype=object))
+
+
+def answer_sources(abstained, from_student):
+    """Where each row's answer came from: ``"private"``, ``"student"``, ``"abstained"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.ensemble._base import answer_sources
+    >>> answer_sources(np.array([False, False, True]),
+    ...                np.array([False, True, False])).tolist()
+    ['private', 'student', 'abstained']
+    """
+    source = np.full(len(abstained), "private", dtype="<U9")
+    if from_student is not None:
+        source[from_student] = "student"
+    source[abstained] = "abstained"
+    return source
+
+
+def predict_outputs(answers, abstained, sources, return_abstained, return_source):
+    """``predict``'s return value: the answers, then the masks asked for."""
+    if not (return_abstained or return_source):
+        return answers
+    out = [answers]
+    if return_abstained:
+        out.append(abstained)
+    if return_source:
+        out.append(answer_sources(abstained, sources.get("student")))
+    return tuple(out)

@@ -37,9 +37,19 @@ from ..noise import project_to_simplex
 from ..planning import private_prediction_r
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_class_probabilities
-from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin, labels_from_indices
+from ._base import (
+    ENSEMBLE_CONSTRAINTS,
+    TeacherEnsembleMixin,
+    labels_from_indices,
+    predict_outputs,
+)
 
 __all__ = ["PrivatePredictionClassifier"]
+
+#: Queries the budget is planned for when ``max_queries`` is None: fixed at
+#: ``fit`` from public inputs (a constant), part of the guarantee; the student
+#: of the released answers answers the rows after them.
+PLANNED_QUERIES = 1000
 
 PRIVATE_PREDICTION_CONSTRAINTS = {
     **ENSEMBLE_CONSTRAINTS,
@@ -62,11 +72,11 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
                 "(eps_q = the per-query share of epsilon). Pass an integer >= 1."
             )
 
-    def _serve(self, X, method, statistic, finish):
+    def _serve(self, X, method, statistic, finish, fallback=None):
         """Answer ``X`` through the release cache of ``method``.
 
         Returns the answers and the mask of rows abstained on (those after
-        the budget is spent).
+        the budget is spent that ``fallback`` did not answer).
         """
         state = self._serving_state_
         cache = state.caches[method]
@@ -78,6 +88,7 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
             finish,
             fields=cache.fields,
             keys=row_keys(X),
+            fallback=fallback,
         )
 
 
@@ -162,11 +173,16 @@ class PrivatePredictionClassifier(
     delta : float, default=1e-5
         Total delta, in [0, 1). ``delta=0`` allows only basic composition
         (and is refused by GNMax).
-    max_queries : int, default=1000
-        ``m``: query units the budget pays for (part of the guarantee;
-        ``None`` is refused). Units after the last are abstained on (free).
-        Cost per new distinct row (a row already released by the same
-        method is free): ``predict`` 1; ``predict_proba`` ``proba_cost_``
+    max_queries : int, default=None
+        ``m``: query units the budget pays for (part of the guarantee, so
+        fixed at ``fit``). ``None``: 1,000 planned units (a public constant,
+        ``max_queries_``); rows after the last unit are answered by the
+        student of the released answers (free, see ``mechanism``), so every
+        row ``predict`` or ``score`` is asked gets an answer. Set it to the
+        number of rows you will ask to have them all answered privately
+        (each then at a smaller share of ``epsilon``). Cost per new
+        distinct row (a row already released by the same method is free):
+        ``predict`` 1; ``predict_proba`` ``proba_cost_``
         (4 when the split is certified through zCDP or RDP, 1 otherwise);
         under GNMax 1 for either method, shared (a row ``predict`` released
         is free for ``predict_proba`` and vice versa); ``score`` is
@@ -176,7 +192,9 @@ class PrivatePredictionClassifier(
         Dwork and Feldman's soft majority at ``eps_q`` per row; ``"gnmax"``
         or :class:`~dpsklearn.mechanisms.GNMax`: the Gaussian noisy argmax
         (see above). The composition that splits the budget is the tightest
-        admissible one (recorded in ``calibration_``).
+        admissible one (recorded in ``calibration_``). Both options take
+        ``unanswered="student"`` (default) or ``"abstain"``: what rows after
+        ``max_queries`` units get (below).
     classes : array-like, default=None
         The public label set. ``None`` takes ``unique(y)`` with a
         :class:`PrivacyLeakWarning`.
@@ -196,8 +214,12 @@ class PrivatePredictionClassifier(
     ----------
     classes_ : ndarray of shape (n_classes,)
     abstain_label_ : int, float or str
-        The answer to queries after ``max_queries`` units are spent (free):
-        ``-1`` for number labels, ``"abstain"`` for strings.
+        The answer to queries after ``max_queries`` units are spent (free)
+        when no student answers them: ``-1`` for number labels,
+        ``"abstain"`` for strings.
+    max_queries_ : int
+        The query units the budget pays for (``max_queries``, or the 1,000
+        planned when it is None).
     mechanism_ : Exponential or GNMax
         The mechanism options used.
     estimators_ : list of estimators
@@ -236,6 +258,19 @@ class PrivatePredictionClassifier(
 
     Notes
     -----
+    Rows after the budget: with ``unanswered="student"`` (the default of
+    both mechanism options), a row asked after ``max_queries_`` units are
+    spent is answered by a student: a clone of ``estimator`` fitted on the
+    query rows answered so far and the labels the mechanism released for
+    them (refitted when the released answers double; the most frequent
+    released label while fewer than 10 answers or one class were released).
+    It is a function of released answers and public query rows only, so
+    its answers are post-processing: free, inside the same guarantee, and no
+    training row, vote or noise value enters it. It lives in the fitted
+    model and pickles with it. ``predict(X, return_source=True)`` says which
+    rows it answered; ``budget_status().n_student`` counts them
+    (``docs/privacy_contract.rst``, "Rows the mechanism does not answer").
+
     The mechanism noise comes from numpy's floating-point Gumbel and
     geometric samplers (and, for GNMax, the discrete Gaussian's acceptance
     test on a floating-point uniform), exact only up to about ``2**-53`` in
@@ -284,7 +319,7 @@ class PrivatePredictionClassifier(
         *,
         epsilon: float = 1.0,
         delta: float = 1e-5,
-        max_queries: int | None = 1000,
+        max_queries: int | None = None,
         mechanism: str | MechanismOptions = "exponential",
         classes: ArrayLike | None = None,
         accountant: Any = None,
@@ -316,7 +351,7 @@ class PrivatePredictionClassifier(
             # data supports (more teachers, fewer answers flipped by noise).
             return supported
         epsilon_per_query = options.epsilon_per_query(
-            self.epsilon, self.delta, self.max_queries
+            self.epsilon, self.delta, self._planned_queries()
         )
         needed = private_prediction_r(options.target_error, epsilon_per_query)  # Thm 1
         if needed > supported:
@@ -349,8 +384,11 @@ class PrivatePredictionClassifier(
         """
         return self._fit(X, y)
 
+    def _planned_queries(self):
+        return PLANNED_QUERIES if self.max_queries is None else self.max_queries
+
     def _plan(self, X, y):
-        self._check_max_queries()
+        max_queries = self._planned_queries()
         options = resolve_mechanism(
             self.mechanism, self._mechanisms, owner=type(self).__name__
         )
@@ -371,7 +409,7 @@ class PrivatePredictionClassifier(
         mechanism = options.calibrate(
             self.epsilon,
             self.delta,
-            max_queries=self.max_queries,
+            max_queries=max_queries,
             n_teachers=n_estimators,
             n_classes=n_classes,
         )
@@ -396,7 +434,7 @@ class PrivatePredictionClassifier(
             delta=self.delta,
             training={"n_estimators": n_estimators, "n_classes": n_classes},
             serving={
-                "max_queries": self.max_queries,
+                "max_queries": max_queries,
                 "costs": costs,
                 "caches": caches,
                 "on_exhausted": "abstain",
@@ -409,6 +447,8 @@ class PrivatePredictionClassifier(
                 "classes_": classes,
                 "abstain_label_": abstain_label,
                 "mechanism_": options,
+                "max_queries_": max_queries,
+                "_answer_student_": self._new_student(options, n_classes),
             },
         )
 
@@ -442,9 +482,16 @@ class PrivatePredictionClassifier(
 
     # -- predict -------------------------------------------------------------
     def predict(
-        self, X: ArrayLike, return_abstained: bool = False
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        self,
+        X: ArrayLike,
+        return_abstained: bool = False,
+        return_source: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
         """Private labels for ``X``, one query unit per new distinct row.
+
+        Rows after ``max_queries_`` units get the student's answer
+        (``unanswered="student"``, free post-processing) or
+        ``abstain_label_``.
 
         Parameters
         ----------
@@ -452,16 +499,24 @@ class PrivatePredictionClassifier(
             Public query points.
         return_abstained : bool, default=False
             Also return the abstention mask: the rows answered with
-            ``abstain_label_`` because ``max_queries`` units were spent (this
-            mechanism answers every row it can pay for).
+            ``abstain_label_`` because ``max_queries`` units were spent and no
+            student could answer (this mechanism answers every row it can pay
+            for).
+        return_source : bool, default=False
+            Also return where each answer came from: ``"private"``,
+            ``"student"`` or ``"abstained"``.
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
+        source : str ndarray of shape (n_queries,)
+            Only when ``return_source=True`` (after ``abstained`` when both).
         """
         X = self._validate_query(X)
+        sources: dict = {}
+        fallback = self._student_fallback(X, sources)
         if self._is_gnmax():
             # argmax of the noisy counts, ties to the lowest class index
             labels, abstained = self._serve(
@@ -471,6 +526,7 @@ class PrivatePredictionClassifier(
                 lambda v: labels_from_indices(
                     self, {"label": np.argmax(v["noisy_counts"], axis=1)}
                 ),
+                fallback,
             )
         else:
             labels, abstained = self._serve(
@@ -478,10 +534,11 @@ class PrivatePredictionClassifier(
                 "predict",
                 self._vote_counts,
                 lambda v: labels_from_indices(self, v),
+                fallback,
             )
-        if return_abstained:
-            return labels, abstained
-        return labels
+        return predict_outputs(
+            labels, abstained, sources, return_abstained, return_source
+        )
 
     @available_if(_proba_available)
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
@@ -510,9 +567,12 @@ class PrivatePredictionClassifier(
         -------
         proba : ndarray of shape (n_queries, n_classes)
             Rows are probability vectors; rows after ``max_queries`` units
-            are spent are uniform (an abstention: free, data-independent).
+            are spent are the student's (``unanswered="student"``: fitted on
+            released answers, free), or uniform (an abstention: free,
+            data-independent).
         """
         X = self._validate_query(X)
+        fallback = self._student_fallback(X, {}, proba=True)
         if self._is_gnmax():
             k = self.n_estimators_
             proba, _ = self._serve(
@@ -520,9 +580,14 @@ class PrivatePredictionClassifier(
                 "predict_proba",
                 self._vote_counts,
                 lambda v: project_to_simplex(v["noisy_counts"] / k),
+                fallback,
             )
             return proba
         proba, _ = self._serve(
-            X, "predict_proba", self._mean_teacher_proba, lambda v: v["proba"]
+            X,
+            "predict_proba",
+            self._mean_teacher_proba,
+            lambda v: v["proba"],
+            fallback,
         )
         return proba

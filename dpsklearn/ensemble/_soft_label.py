@@ -27,14 +27,24 @@ from .._validation import (
     take_rows,
 )
 from .._warn import warn_user
-from ..mechanisms import MechanismOptions, SoftLabelHistogram, resolve_mechanism
+from ..mechanisms import (
+    ClippedMean,
+    MechanismOptions,
+    SoftLabelHistogram,
+    resolve_mechanism,
+)
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_outputs
-from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin
+from ._base import ENSEMBLE_CONSTRAINTS, TeacherEnsembleMixin, answer_sources
+from ._student import ValueStudent
 
 __all__ = ["SoftLabelPrivateRegressor"]
 
-_FIELDS = {"value": (np.float64, ()), "abstained": (np.bool_, ())}
+_FIELDS: dict = {"value": (np.float64, ()), "abstained": (np.bool_, ())}
+_MEAN_FIELDS: dict = {"value": (np.float64, ())}
+#: Queries the per-query mean is planned for when ``max_queries`` is None
+#: (a public constant, part of its guarantee); the student answers the rest.
+PLANNED_QUERIES = 1000
 
 
 class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstimator):
@@ -82,14 +92,30 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     delta : float, default=1e-5
         In (0, 1).
     max_queries : int, default=None
-        Operational cap on distinct query rows (not part of the guarantee,
-        except under Gaussian noise). ``predict`` (and ``score``) costs 1 unit
-        per new distinct row; a row asked again is answered from the release
-        cache, free.
-    mechanism : "soft_label" or SoftLabelHistogram, default="soft_label"
-        The double test and its options
-        (:class:`~dpsklearn.mechanisms.SoftLabelHistogram`: ``gamma``,
-        ``max_unstable``, ``fallback``, ``noisy_mean_share``, ``noise``).
+        For the double test, an operational cap on distinct query rows (not
+        part of the guarantee, except under Gaussian noise); for the
+        per-query mean (``ClippedMean``) the rows its budget is split over,
+        part of the guarantee, so fixed at ``fit``: ``None`` plans 1,000 (a
+        public constant). ``predict`` (and ``score``) costs 1 unit per new
+        distinct row; a row asked again is answered from the release cache,
+        free.
+    mechanism : {"auto", "soft_label", "clipped_mean"} or object, \
+default="auto"
+        ``"soft_label"`` or :class:`~dpsklearn.mechanisms.SoftLabelHistogram`:
+        the double test (options ``gamma``, ``max_unstable``, ``fallback``,
+        ``noisy_mean_share``, ``noise``). ``"clipped_mean"`` or
+        :class:`~dpsklearn.mechanisms.ClippedMean`: each query's mean soft
+        label (sensitivity ``1/k``) released with grid noise at its share of
+        the budget over ``max_queries``. ``"auto"``: the double test where
+        unanimous teachers can pass it (``ceil(k/2) - 1`` above its
+        threshold, public numbers only), else the per-query mean; under
+        ``"auto"`` the rows the mechanism leaves (abstentions, rows after a
+        halt or the planned queries) are answered by a student fitted on the
+        query rows and the values released for them (a clone of
+        ``estimator``; a classifier is fitted on the values rounded to
+        ``{0, 1}`` and answers its ``predict_proba[:, 1]``): post-processing,
+        free, inside the same guarantee (``docs/privacy_contract.rst``,
+        "Rows the mechanism does not answer").
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None``: ``(0, 1)`` for a
         classifier ``estimator``; inferred from ``y`` with a
@@ -106,16 +132,19 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     ----------
     estimators_ : list of estimators
     n_estimators_ : int
-    mechanism_ : SoftLabelHistogram
-        The mechanism options used.
-    n_bins_ : int
-        ``1/gamma``.
+    mechanism_ : SoftLabelHistogram or ClippedMean
+        The mechanism options used (the choice of ``"auto"``).
+    n_bins_ : int or None
+        ``1/gamma`` (None for the per-query mean).
     soft_label_method_ : str
         ``"predict"`` or ``"predict_proba"``.
     target_range_ : tuple of float
     calibration_ : str
     threshold_ : float
-        ``w``.
+        ``w`` (the threshold, ``noise_scale_``, ``query_noise_scale_``,
+        ``max_unstable_``, ``sparse_vector_epsilon_`` and
+        ``fallback_epsilon_`` are the double test's; the per-query mean
+        sets those of its release instead).
     noise_scale_ : float
         Scale of the threshold noise (discrete Laplace ``DLap(lam)``, or the
         discrete Gaussian's sigma).
@@ -129,7 +158,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
     fallback_epsilon_ : float
         Epsilon of each ``noisy_mean`` answer (0 for ``"midpoint"``).
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : SoftLabelTest
+    privacy_mechanism_ : SoftLabelTest, GridLaplaceRelease or GridGaussianRelease
         The calibrated mechanism (public figures only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -153,12 +182,15 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         **ENSEMBLE_CONSTRAINTS,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
-        "mechanism": [StrOptions({"soft_label"}), MechanismOptions],
+        "mechanism": [
+            StrOptions({"auto", "soft_label", "clipped_mean"}),
+            MechanismOptions,
+        ],
         "target_range": ["array-like", None],
     }
 
     #: The mechanisms this estimator runs, by shorthand.
-    _mechanisms = {"soft_label": SoftLabelHistogram}
+    _mechanisms = {"soft_label": SoftLabelHistogram, "clipped_mean": ClippedMean}
 
     def __init__(
         self,
@@ -168,7 +200,7 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         epsilon: float = 1.0,
         delta: float = 1e-5,
         max_queries: int | None = None,
-        mechanism: str | MechanismOptions = "soft_label",
+        mechanism: str | MechanismOptions = "auto",
         target_range: ArrayLike | None = None,
         accountant: Any = None,
         random_state: int | np.random.RandomState | None = None,
@@ -244,20 +276,49 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
         return self._fit(X, y)
 
     def _plan(self, X, y):
-        options = resolve_mechanism(
-            self.mechanism, self._mechanisms, owner=type(self).__name__
+        auto = self.mechanism == "auto"
+        options = (
+            SoftLabelHistogram()
+            if auto
+            else resolve_mechanism(
+                self.mechanism, self._mechanisms, owner=type(self).__name__
+            )
         )
-        n_bins = options.n_bins()
         method = self._validate_soft_label_source()
         X, y, (lo, hi) = self._validate_targets(X, y, method)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=True)
         n_estimators = self._resolve_n_estimators(n_samples)
         self._check_shard_size(n_samples, n_estimators)
-        mechanism = options.calibrate(
-            self.epsilon, self.delta, max_queries=self.max_queries
-        )
-        if self.n_estimators == "auto":
+        options, mechanism, max_queries = self._choose(options, n_estimators, auto)
+        if isinstance(options, ClippedMean):
+            return FitPlan(
+                mechanism,
+                X,
+                y,
+                delta=self.delta,
+                training={
+                    "n_estimators": n_estimators,
+                    "n_classes": 2 if method == "predict_proba" else None,
+                },
+                serving={
+                    "max_queries": max_queries,
+                    "caches": {"predict": ReleaseCache(_MEAN_FIELDS)},
+                    "on_exhausted": "abstain",
+                    "fill": lo + 0.5 * (hi - lo),
+                },
+                attributes={
+                    "mechanism_": options,
+                    "n_bins_": None,
+                    "soft_label_method_": method,
+                    "target_range_": (lo, hi),
+                    "_value_student_": (
+                        ValueStudent(self._base_estimator()) if auto else None
+                    ),
+                },
+            )
+        n_bins = options.n_bins()
+        if self.n_estimators == "auto" and not auto:
             self._warn_if_nothing_can_pass(n_estimators, options, mechanism)
         return FitPlan(
             mechanism,
@@ -279,8 +340,50 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
                 "n_bins_": n_bins,
                 "soft_label_method_": method,
                 "target_range_": (lo, hi),
+                "_value_student_": (
+                    ValueStudent(self._base_estimator()) if auto else None
+                ),
             },
         )
+
+    def _choose(self, options, n_estimators, auto):
+        """The mechanism; ``"auto"``: the double test where it can pass, else the mean.
+
+        Public numbers only: unanimous soft labels give distance
+        ``ceil(k/2) - 1``; when that does not clear the test's threshold
+        (``k``, ``epsilon``, ``delta``, ``T``), no query can pass, and
+        ``"auto"`` releases each query's mean soft label with grid noise at
+        its share of the budget over the planned queries
+        (:class:`~dpsklearn.mechanisms.ClippedMean`, sensitivity ``1/k``).
+        """
+        planned = PLANNED_QUERIES if self.max_queries is None else self.max_queries
+        if isinstance(options, SoftLabelHistogram):
+            mechanism = options.calibrate(
+                self.epsilon, self.delta, max_queries=self.max_queries
+            )
+            unanimous = math.ceil(n_estimators / 2) - 1
+            if not auto or unanimous > mechanism.calibration.threshold:
+                return options, mechanism, self.max_queries
+            threshold = mechanism.calibration.threshold
+            options = ClippedMean()
+            warn_user(
+                f"mechanism='auto' chose ClippedMean() on the soft labels: with "
+                f"k={n_estimators} teachers at epsilon={self.epsilon} even "
+                f"unanimous soft labels (distance {unanimous}) cannot pass the "
+                f"double stability test (threshold w={threshold:.0f}), so each "
+                f"query's mean soft label is released with noise, for "
+                f"{planned} planned queries; the rows after them are answered "
+                "by a student of the released values (free).",
+                UserWarning,
+            )
+        mechanism = options.calibrate(
+            self.epsilon,
+            self.delta,
+            max_queries=planned,
+            target_range=(0.0, 1.0),
+            n_teachers=n_estimators,
+        )
+        return options, mechanism, planned
 
     def _train(self, plan):
         return self._fit_teachers(
@@ -323,9 +426,36 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
                 soft[:, rows] = (predictions - lo) / (hi - lo)
         return np.clip(soft, 0.0, 1.0)  # clip before binning
 
+    def _value_fallback(self, X, sources):
+        """The student of the released values answers the rows left (or None)."""
+        student = getattr(self, "_value_student_", None)
+        if student is None:
+            return None
+        lo, hi = self.target_range_
+
+        def fallback(values, abstained):
+            answered = np.flatnonzero(~abstained)
+            if answered.size:
+                student.add(take_rows(X, answered), (values[answered] - lo) / (hi - lo))
+            from_student = np.zeros(len(values), dtype=bool)
+            rows = np.flatnonzero(abstained)
+            if rows.size:
+                filled = student.predict(take_rows(X, rows))
+                if filled is not None:
+                    values = values.copy()
+                    values[rows] = lo + filled * (hi - lo)
+                    from_student[rows] = True
+            sources["student"] = from_student
+            return values, from_student
+
+        return fallback
+
     def predict(
-        self, X: ArrayLike, return_abstained: bool = False
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        self,
+        X: ArrayLike,
+        return_abstained: bool = False,
+        return_source: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
         """Private answers for ``X``, drawing on the model's budget.
 
         Parameters
@@ -337,26 +467,52 @@ class SoftLabelPrivateRegressor(TeacherEnsembleMixin, RegressorMixin, BaseEstima
             stability tests failed under the ``"midpoint"`` fallback, or the
             model had halted or spent ``max_queries``).
 
+        return_source : bool, default=False
+            Also return where each answer came from: ``"private"``,
+            ``"student"`` (the student of the released values, under
+            ``mechanism="auto"``) or ``"abstained"``.
+
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
             In ``target_range``.
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
-
+        source : str ndarray of shape (n_queries,)
+            Only when ``return_source=True``.
         """
         X = self._validate_query(X)
         lo, hi = self.target_range_
         method = self.soft_label_method_
+        sources: dict = {}
+        if isinstance(self.mechanism_, ClippedMean):
+
+            def statistic(rows):
+                soft = self._soft_labels(take_rows(X, rows), method, (lo, hi))
+                return soft.mean(axis=0)
+
+            fields = _MEAN_FIELDS
+        else:
+
+            def statistic(rows):
+                return self._soft_labels(take_rows(X, rows), method, (lo, hi))
+
+            fields = _FIELDS
         values, abstained = serve(
             self._serving_state_,
             "predict",
             n_rows(X),
-            lambda rows: self._soft_labels(take_rows(X, rows), method, (lo, hi)),
+            statistic,
             lambda v: lo + v["value"] * (hi - lo),
-            fields=_FIELDS,
+            fields=fields,
             keys=row_keys(X),
+            fallback=self._value_fallback(X, sources),
         )
+        if not (return_abstained or return_source):
+            return values
+        out: list = [values]
         if return_abstained:
-            return values, abstained
-        return values
+            out.append(abstained)
+        if return_source:
+            out.append(answer_sources(abstained, sources.get("student")))
+        return tuple(out)

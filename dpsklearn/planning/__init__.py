@@ -7,6 +7,9 @@ citing the theorem it evaluates (``docs/design.rst``, "The planner"):
   what passes it;
 * :mod:`._stability_plan` -- which ``k`` and ``T`` answer most of a query
   stream (:func:`plan_stability_test`);
+* :mod:`._vote_choice` -- which vote mechanism answers a query stream best,
+  the student of its answers counted (:func:`plan_vote_mechanisms`, the
+  classifiers' ``"auto"``);
 * :mod:`._regression` -- the noise of private regression answers and the
   R^2 it costs (:func:`plan_regression_answers`), and the teachers' shard
   size for a knowledge-transfer student (:func:`knowledge_transfer_shard_rows`);
@@ -46,6 +49,11 @@ from ._sparse_vector import (
     theorem_3_11_n_estimators,
 )
 from ._stability_plan import StabilityPlanRow, plan_stability_test
+from ._vote_choice import (
+    VoteMechanismPlan,
+    exponential_teachers,
+    plan_vote_mechanisms,
+)
 
 __all__ = [
     "KernelRidgeSchedule",

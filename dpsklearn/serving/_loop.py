@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .._progress import Progress
-from .._warn import warn_user
+from .._warn import warn_user, warning_scope
 from ..exceptions import AbstentionWarning, BudgetExhaustedError
 
 if TYPE_CHECKING:
@@ -111,6 +111,8 @@ def serve(
     *,
     fields: Mapping[str, tuple[DTypeLike, tuple[int, ...]]],
     keys: RowKeys | None = None,
+    fallback: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Answer ``n_rows`` query rows with the model's mechanism.
 
@@ -136,6 +138,12 @@ def serve(
     keys : ndarray, optional
         Exact keys of the rows (:func:`row_keys`) when the method has a
         release cache.
+    fallback : callable, optional
+        ``fallback(answers, abstained)`` answers rows the mechanism left
+        unanswered (its abstentions, and the rows after a halt or a spent
+        cap) from released answers only (post-processing, free; a
+        classifier's student of its answers): it returns the answers and the
+        mask of the rows it answered, which are then no longer abstained.
 
     Returns
     -------
@@ -224,7 +232,6 @@ def serve(
             padding[...] = fill
             answers = np.concatenate([answers, padding])
             abstained[n_answered:] = True
-            _warn_once_halted(state, method, n_rows - n_answered, n_rows)
         else:
             spends = [] if state.accountant is None else state.accountant.events
             raise BudgetExhaustedError(
@@ -234,6 +241,17 @@ def serve(
                 n_answered=n_answered,
                 spends=spends,
             )
+    n_student = 0
+    if fallback is not None:  # it also learns from this call's answers
+        answers, from_fallback = fallback(answers, abstained)
+        n_student = int(np.count_nonzero(from_fallback & abstained))
+        abstained = abstained & ~from_fallback
+    if n_answered < n_rows:
+        n_left = int(np.count_nonzero(abstained[n_answered:]))
+        with warning_scope(getattr(state, "warning_scope", None)):
+            _warn_once_halted(state, method, n_rows - n_answered, n_left, n_rows)
+    with state.serving():
+        state.count_returned(n_student, int(np.count_nonzero(abstained)))
     return answers, abstained
 
 
@@ -248,18 +266,29 @@ def _print_status(state, method, n_new, n_rows):
     )
 
 
-def _warn_once_halted(state, method, n_padded, n_rows):
+def _warn_once_halted(state, method, n_padded, n_left, n_rows):
     """Say once per model that it has stopped answering, and why (public words).
 
-    After a halt or a spent ``max_queries`` every query is abstained on, for
-    free; a user looping over batches would otherwise only see it in the
-    mask. One warning per serving state, not per call.
+    After a halt or a spent ``max_queries`` every query is answered by the
+    student of the released answers, or abstained on, for free; a user
+    looping over batches would otherwise only see it in the mask. One
+    warning per serving state, not per call.
     """
     if getattr(state, "halt_warned", False):
         return
     state.halt_warned = True
+    if n_left == 0:
+        warn_user(
+            f"{state.exhausted_reason(method)}: {n_padded} of {n_rows} rows of "
+            f"this {method} call, and every later query, are answered by a "
+            "student fitted on the answers already released (post-processing, "
+            "free; return_source=True marks them, budget_status() counts them). "
+            "A new fit is a new release with a new budget.",
+            UserWarning,
+        )
+        return
     warn_user(
-        f"{state.exhausted_reason(method)}: {n_padded} of {n_rows} rows of this "
+        f"{state.exhausted_reason(method)}: {n_left} of {n_rows} rows of this "
         f"{method} call, and every later query, are abstained on (free; "
         "return_abstained=True marks them, budget_status() reports the counters). "
         "A new fit is a new release with a new budget.",

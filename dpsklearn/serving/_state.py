@@ -49,7 +49,7 @@ __all__ = ["ServingState"]
 # Engine state that is as secret as the data: stored apart from the public
 # counters (a ledger may be told not to keep it) and never shown.
 _SECRET_ENGINE_KEYS = ("noisy_threshold",)
-_COUNTERS = ("n_served", "n_rows", "n_answered", "n_abstained")
+_COUNTERS = ("n_served", "n_rows", "n_answered", "n_abstained", "n_student")
 
 
 class ServingState:
@@ -83,8 +83,11 @@ class ServingState:
     ----------
     n_served : int
         Query units spent.
-    n_rows, n_answered, n_abstained : int
-        Rows released, answered and abstained on.
+    n_rows, n_answered : int
+        Rows the mechanism released, and of those the rows it answered.
+    n_abstained, n_student : int
+        Rows returned as abstentions, and rows answered by the student of
+        the released answers (every call, a row asked again included).
     record_binding : tuple of (BudgetStore, str) or None
         The store (the accountant) and model record id this state is stored
         under.
@@ -98,6 +101,7 @@ class ServingState:
     n_rows: int
     n_answered: int
     n_abstained: int
+    n_student: int
     #: The model's budget, any object with the accountant's spend methods.
     accountant: Any
 
@@ -140,10 +144,14 @@ class ServingState:
         return max(0, min(n_requested, (self.max_queries - self.n_served) // cost))
 
     def record(self, n_rows: int, n_abstained: int) -> None:
-        """Count rows the engine just released."""
+        """Count rows the engine just released (``n_abstained`` of them abstentions)."""
         self.n_rows += int(n_rows)
-        self.n_abstained += int(n_abstained)
         self.n_answered += int(n_rows) - int(n_abstained)
+
+    def count_returned(self, n_student: int, n_abstained: int) -> None:
+        """Count rows a call returned from the student, and as abstentions."""
+        self.n_student += int(n_student)
+        self.n_abstained += int(n_abstained)
 
     def exhausted_reason(self, method: str) -> str:
         """Why a batch could not be answered in full (public words).
@@ -178,6 +186,7 @@ class ServingState:
                 remaining=(max(0.0, epsilon - spent[0]), max(0.0, delta - spent[1])),
                 # Halted: the engine stopped, or the cap in query units is
                 # spent (nothing more can be answered either way).
+                n_student=self.n_student,
                 halted=bool(
                     (engine is not None and engine.halted)
                     or (

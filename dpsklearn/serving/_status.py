@@ -20,13 +20,17 @@ class BudgetStatus:
     n_served : int
         Query rows the mechanism released an answer for (a row asked again
         and answered from the release cache is not counted twice; rows
-        padded with ``abstain_label`` after a halt are not counted).
+        after a halt or a spent ``max_queries`` are not counted).
     n_answered : int
-        Of those, rows given a real answer (a passed test, a noisy-max or
-        noisy-mean fallback, a per-query release).
+        Of those, rows given a private answer (a passed test, a noisy-max or
+        noisy-mean fallback, a per-query release); the rest of ``n_served``
+        the mechanism abstained on.
     n_abstained : int
-        Of those, rows answered by abstaining: ``n_served = n_answered +
-        n_abstained``.
+        Rows returned as abstentions (``abstain_label_``, a regressor's
+        fallback value, a uniform probability row): abstentions of the
+        mechanism and rows after a halt or a spent ``max_queries`` that no
+        student answered. Every call counts its rows, a row asked again
+        included.
     n_failed_tests : int
         Stability tests (or Confident-GNMax threshold checks) that failed.
         A failed test is answered by the fallback, so it need not be an
@@ -42,7 +46,12 @@ class BudgetStatus:
     remaining : tuple of float
         ``(epsilon, delta)`` of the model's budget not yet spent.
     halted : bool
-        Whether the model answers nothing more (beyond free abstentions).
+        Whether the mechanism answers nothing more (the rest is the student's
+        or free abstentions).
+    n_student : int
+        Rows answered by the student of the released answers (a classifier's
+        rows the mechanism did not answer; post-processing, free). Every call
+        counts its rows, a row asked again included.
 
     Examples
     --------
@@ -61,6 +70,7 @@ class BudgetStatus:
     spent: tuple[float, float]
     remaining: tuple[float, float]
     halted: bool
+    n_student: int = 0
 
     @property
     def query_units_remaining(self) -> int | None:

@@ -15,8 +15,10 @@ identical teachers for every value. Here a fit first looks its teachers up:
   scikit-learn settings and the library versions. Two fits share teachers
   only when all of these are equal (up to a SHA-256 collision). Equal data in
   another layout (another dtype, a DataFrame with other blocks) only misses.
-* **Only reproducible fits.** A ``random_state`` that is ``None`` or a
-  ``RandomState`` instance asks for fresh teachers: nothing is looked up.
+* **Only reproducible fits.** A ``RandomState`` instance asks for fresh
+  teachers: nothing is looked up. An estimator's ``random_state=None`` is
+  the integer seed it draws once and shares with its clones (so the fits of
+  a search reuse their teachers; a new estimator draws a new seed).
 * **Bounded, in memory by default.** The last :data:`_CAPACITY` ensembles of
   this process, at most :data:`_MAX_BYTES` (512 MB) of their arrays in all
   (:func:`clear_teacher_cache` empties them); with
@@ -56,8 +58,8 @@ from .._config import get_config
 __all__ = ["clear_teacher_cache", "ensemble_key"]
 
 #: Teacher ensembles kept in memory (a search over one hyper-parameter with
-#: 3 folds and the final refit on all rows needs 4) ...
-_CAPACITY = 4
+#: scikit-learn's default 5 folds and the final refit on all rows needs 6) ...
+_CAPACITY = 8
 #: ... and the bytes of their arrays (an ensemble larger than this is not kept).
 _MAX_BYTES = 1 << 29
 #: Bytes of cached vote counts per ensemble.
