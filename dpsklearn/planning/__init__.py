@@ -25,6 +25,8 @@ from ._regime import (
     public_vote_counts,
 )
 from ._regression import (
+    ASSUMED_SPREAD_SHARE,
+    ASSUMED_TEACHER_R2,
     RegressionAnswerPlan,
     knowledge_transfer_shard_rows,
     plan_regression_answers,
@@ -48,6 +50,8 @@ from ._sparse_vector import (
 from ._stability_plan import StabilityPlanRow, plan_stability_test
 
 __all__ = [
+    "ASSUMED_SPREAD_SHARE",
+    "ASSUMED_TEACHER_R2",
     "MECHANISMS",
     "KernelRidgeSchedule",
     "MarginHistogram",
