@@ -222,6 +222,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         student = self._resolve_student(student, X_public)
 
         n_public = n_rows(X_public)
+        teacher = self._resolve_teacher_queries(teacher, n_public)
         n_queries = self._resolve_n_queries(teacher, n_public)
         if self.query_strategy == "uncertainty":
             self._check_can_rank(student)
@@ -326,6 +327,13 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
 
         Public numbers only (``n_samples``, the teacher's parameters); the
         base class keeps the teacher as given.
+        """
+        return teacher
+
+    def _resolve_teacher_queries(self, teacher, n_public):
+        """The teacher with its query cap resolved for ``n_public`` public rows.
+
+        Public numbers only; the base class keeps the teacher as given.
         """
         return teacher
 
