@@ -435,7 +435,7 @@ def test_auto_n_estimators_follows_theorem1_capped_by_rows():
     clf = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(X, y)
     # eps_q = 1 (basic), target_error 0.1: r = ceil(6 ln 40) = 23.
     assert clf.n_estimators_ == 23 == math.ceil(6 * math.log(40))
-    with pytest.warns(UserWarning, match="Theorem 1 asks for r=23"):
+    with pytest.warns(UserWarning, match="need 23 teachers"):
         small = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(
             X[:200], y[:200]
         )

@@ -12,6 +12,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import special
 from sklearn.base import is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
@@ -22,6 +23,7 @@ from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, output_dtype, warn_if_delta_large
 from .._warn import warn_user
+from ..mechanisms import ConfidentGNMaxRelease, GNMaxRelease, SoftMajority
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 
@@ -41,6 +43,9 @@ _FEW_ROWS_PER_SHARD = 10
 #: answers: the teachers have likely collapsed to the majority class.
 _ONE_CLASS_SHARE = 0.97
 _ONE_CLASS_MIN_ANSWERS = 200
+#: The estimated share of one-class votes is trusted once its standard error
+#: is at most this (blurred answers need more of them).
+_ONE_CLASS_MAX_ERROR = 0.05
 #: Parameters of common estimators that a teacher's shard must meet:
 #: ``name: (factor, smallest value that constrains)``. A shard of fewer than
 #: ``factor * value`` rows cannot be split (two leaves need twice the leaf
@@ -274,15 +279,52 @@ def one_class_read_from_y():
     )
 
 
+def _unanimous_release_share(model):
+    """How often the model's mechanism releases a class all its teachers vote.
+
+    Public numbers only: the calibrated mechanism (its per-query epsilon or
+    noise scale), ``k`` and the number of classes. The exponential
+    mechanism releases the class of ``k`` unanimous votes with probability
+    ``e^(eps k / 2) / (e^(eps k / 2) + C - 1)``; a Gaussian noisy argmax
+    (GNMax, Confident-GNMax's answers) with ``E[Phi(k / sigma + Z)^(C-1)]``
+    (continuous noise, a close bound for the discrete noise it draws). Other
+    mechanisms release the teachers' majority itself when they agree (the
+    stability test): 1.
+    """
+    mechanism = getattr(model, "privacy_mechanism_", None)
+    k = int(getattr(model, "n_estimators_", 0) or 0)
+    n_classes = len(model.classes_)
+    if mechanism is None or k < 1 or n_classes < 2:
+        return 1.0
+    if isinstance(mechanism, SoftMajority):
+        top = min(0.5 * mechanism.epsilon_per_query * k, 700.0)
+        return float(math.exp(top) / (math.exp(top) + n_classes - 1))
+    calibration = getattr(mechanism, "calibration", None)
+    sigma = getattr(calibration, "sigma_argmax", None)
+    if isinstance(mechanism, (GNMaxRelease, ConfidentGNMaxRelease)) and sigma:
+        z = np.linspace(-8.0, 8.0, 801)
+        weights = np.exp(-0.5 * z**2)
+        inner = special.ndtr(k / float(sigma) + z) ** (n_classes - 1)
+        return float(np.sum(weights * inner) / np.sum(weights))
+    return 1.0
+
+
 def _watch_for_one_class(model, index):
     """Warn once when the released answers name one class almost always.
 
-    Reads only what the model has released (answered rows' labels), so the
-    check is post-processing of private answers: free, and nothing about the
-    data beyond the answers is shown. It catches teachers that learned
-    nothing but the majority class (tiny shards of text, say), whose answers
-    are then one class; the per-query exponential mechanism at a small budget
-    blurs its answers, so there it may stay silent.
+    Reads only what the model has released (answered rows' labels) and
+    public numbers, so the check is post-processing of private answers:
+    free, and nothing about the data beyond the answers is shown. It
+    catches teachers that learned nothing but the majority class (tiny
+    shards of text, say). A mechanism that blurs its answers (the
+    exponential mechanism, GNMax) releases a unanimous class only with a
+    probability ``p`` it knows from public numbers
+    (:func:`_unanimous_release_share`), and another class otherwise; so the
+    share ``s`` of the top class is compared with what that noise alone
+    gives: the share of queries the teachers vote it on is estimated as
+    ``q = (s - r) / (p - r)``, ``r = (1 - p) / (C - 1)``, and the warning
+    fires when ``q`` reaches 97 % (within two standard errors of the
+    count), once the estimate is within 5 %.
     """
     state = model._serving_state_
     n_classes = len(model.classes_)
@@ -296,17 +338,35 @@ def _watch_for_one_class(model, index):
         getattr(state, "one_class_warned", False)
         or n_classes < 2
         or total < _ONE_CLASS_MIN_ANSWERS
-        or counts.max() < _ONE_CLASS_SHARE * total
     ):
+        return
+    share = counts.max() / total
+    unanimous = _unanimous_release_share(model)
+    other = (1.0 - unanimous) / (n_classes - 1)
+    spread = unanimous - other
+    if spread <= 0:
+        return
+    voted = (share - other) / spread
+    error = math.sqrt(share * (1.0 - share) / total) / spread
+    if error > _ONE_CLASS_MAX_ERROR or voted < _ONE_CLASS_SHARE - 2.0 * error:
         return
     state.one_class_warned = True
     top = model.classes_[int(counts.argmax())]
+    blurred = (
+        ""
+        if unanimous >= 1.0 - 1e-9
+        else (
+            f" That is about what this model's noise alone gives (it releases "
+            f"a class every teacher votes for {unanimous:.0%} of the time), "
+            "so its teachers likely vote that class on almost every query."
+        )
+    )
     warn_user(
-        f"{counts.max() / total:.1%} of the {total} answers {type(model).__name__} "
-        f"released so far name one class ({top!r}). If its teachers vote that "
-        "class on almost every query, they learned little but the majority "
-        "class: fewer, larger shards (a smaller n_estimators), a public feature "
-        "map fitted on public data, or a KnowledgeTransferClassifier student "
+        f"{share:.1%} of the {total} answers {type(model).__name__} released "
+        f"so far name one class ({top!r}).{blurred} Teachers that vote one "
+        "class on almost every query learned little but the majority class: "
+        "fewer, larger shards (a smaller n_estimators), a public feature map "
+        "fitted on public data, or a KnowledgeTransferClassifier student "
         "help. (This check reads only the released answers: it is free and "
         "private.)",
         UserWarning,

@@ -415,13 +415,14 @@ default="auto"
                 f"mechanism='auto' chose the sparse vector stability test: with "
                 f"{n_samples} training rows at epsilon={self.epsilon} it is "
                 f"expected to answer {plan.expected_answered:.0%} of "
-                f"{self._planned_queries()} queries (k={plan.n_estimators}, "
-                f"T={plan.max_unstable}), assuming at most "
+                f"{self._planned_queries()} queries ({plan.n_estimators} "
+                f"teachers, halting after max_unstable={plan.max_unstable} "
+                "queries they disagree on), assuming at most "
                 f"{stability.unstable_fraction:.0%} of queries are unstable. If "
-                "the teachers disagree more often, the model halts early (after "
-                "about T divided by the unstable share) and abstains on the rest. "
-                "Alternatives: mechanism=ConfidentGNMax() (it never halts before "
-                "max_queries), SparseVector(max_unstable=...) with a larger T, or "
+                "the teachers disagree more often, the model halts early and "
+                "abstains on the rest. Alternatives: mechanism=ConfidentGNMax() "
+                "(it never halts before max_queries), "
+                "SparseVector(max_unstable=...) with a larger max_unstable, or "
                 "PrivatePredictionClassifier (an answer to every query).",
                 UserWarning,
             )
@@ -429,9 +430,9 @@ default="auto"
         warn_user(
             f"mechanism='auto' chose ConfidentGNMax: with {n_samples} training "
             f"rows at epsilon={self.epsilon}, the sparse vector stability test "
-            f"(threshold w={plan.threshold:.0f}) is expected to answer "
-            f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
-            f"(best k={plan.n_estimators}, T={plan.max_unstable}, assuming "
+            f"is expected to answer at most {plan.expected_answered:.0%} of "
+            f"{self._planned_queries()} queries (with {plan.n_estimators} "
+            f"teachers and max_unstable={plan.max_unstable}, assuming "
             f"{stability.unstable_fraction:.0%} unstable queries). Confident-GNMax "
             f"pays for max_queries={self._planned_queries()} threshold checks"
             + (
@@ -489,11 +490,10 @@ default="auto"
             # a search over epsilon such a candidate scores its abstentions
             # (answered fraction 0) instead of failing to fit.
             warn_user(
-                f"SparseVector(fallback='abstain') with k={n_estimators} teachers "
+                f"SparseVector(fallback='abstain') with {n_estimators} teachers "
                 f"at epsilon={self.epsilon} will answer nothing: even unanimous "
-                f"votes (distance {best_distance}) pass the stability test "
-                f"(threshold w={calibration.threshold:.0f}) with probability "
-                f"below {_NOTHING_PASSES:g}, so every query is abstained on. "
+                "votes pass the stability test with probability below "
+                f"{_NOTHING_PASSES:g}, so every query is abstained on. "
                 "Use more training rows, a larger epsilon or a smaller "
                 "max_unstable, mechanism=ConfidentGNMax() or the default "
                 "mechanism='auto', or PrivatePredictionClassifier.",
@@ -501,17 +501,16 @@ default="auto"
             )
             return
         what = (
-            f"even unanimous votes give distance {best_distance}, below the "
-            f"stability threshold w={calibration.threshold:.0f}, so almost no "
-            "query can pass the test"
+            "even unanimous votes fall short of the stability test's "
+            "threshold, so almost no query can pass the test"
             if cannot
             else f"a query needs {plan.agreement_to_pass:.0%} of the teachers to "
-            f"agree to pass (w={calibration.threshold:.0f}); the planner expects "
+            "agree to pass; the planner expects "
             f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
             f"answered with unstable_fraction={options.unstable_fraction}"
         )
         warn_user(
-            f"SubsampleAggregateClassifier with k={n_estimators} teachers "
+            f"SubsampleAggregateClassifier with {n_estimators} teachers "
             f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
             f"epsilon={self.epsilon}): {what}. More training rows, a larger "
             "epsilon or fewer queries help; see "
@@ -535,7 +534,7 @@ default="auto"
             else "fails almost every test"
         )
         warn_user(
-            f"PublicPrior with k={n_estimators} teachers at epsilon={self.epsilon} "
+            f"PublicPrior with {n_estimators} teachers at epsilon={self.epsilon} "
             f"{outcome}: even all {n_estimators} teachers agreeing with the public "
             f"answer pass its threshold ({calibration.threshold:.0f} votes plus "
             f"noise) with probability {unanimous:.2g}. Use more teachers, a "
@@ -556,13 +555,13 @@ default="auto"
         )
         if mechanism.threshold > n_estimators:
             warn_user(
-                f"ConfidentGNMax with k={n_estimators} teachers: the vote "
-                f"threshold {mechanism.threshold:.0f} exceeds k (noise sigma2="
-                f"{mechanism.calibration.sigma_argmax:.0f} for max_answers="
-                f"{mechanism.calibration.max_answers} at epsilon={self.epsilon}), so "
-                "only "
-                "noise can pass the threshold check; use more teachers, fewer "
-                "max_answers or max_queries, or a larger epsilon.",
+                f"ConfidentGNMax with {n_estimators} teachers: its vote "
+                f"threshold ({mechanism.threshold:.0f} votes, for max_answers="
+                f"{mechanism.calibration.max_answers} at epsilon={self.epsilon}) "
+                "is more than the number of teachers, so only noise can pass "
+                "the check and almost every query will be abstained on; use "
+                "more teachers, fewer max_answers or max_queries, or a larger "
+                "epsilon.",
                 UserWarning,
             )
         resolved = clone(options).set_params(

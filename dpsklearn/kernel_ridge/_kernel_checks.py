@@ -80,8 +80,9 @@ def check_kernel(
             raise ValueError(
                 f"kernel_params['coef0']={coef0!r} is refused for "
                 "kernel='poly': with coef0 < 0 the polynomial kernel is not "
-                "positive definite, so it has no RKHS and Lemma 2's "
-                "sensitivity fails. Use coef0 >= 0."
+                "positive definite, and the bound on how much one record moves "
+                "the model, which the privacy guarantee rests on, does not "
+                "hold. Use coef0 >= 0."
             )
         degree, coef0 = int(degree), float(coef0)
     statistics = isinstance(options, SufficientStatistics)
