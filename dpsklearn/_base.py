@@ -256,6 +256,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         """Validate, reserve, train, spend, serve, release, set fitted (in order)."""
         self._validate_params()
         plan = self._plan(X, y, **fit_params)
+        self._warn_from_plan(plan)
         accountant, events = self._reserve(plan.mechanism, self.epsilon, plan.delta)
         fitted = dict(self._train_silently(plan))
         accountant.spend_events(events)  # atomic: the whole release is reserved
@@ -277,6 +278,9 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     def _plan(self, X, y, **fit_params) -> FitPlan:
         """Validate the data and calibrate the mechanism from public numbers."""
         raise NotImplementedError
+
+    def _warn_from_plan(self, plan: FitPlan) -> None:
+        """Warnings read from the calibrated plan (public numbers only)."""
 
     def _train(self, plan: FitPlan) -> dict:
         """The private computation; returns fitted attributes."""

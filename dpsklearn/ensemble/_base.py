@@ -31,8 +31,11 @@ __all__ = [
     "ENSEMBLE_CONSTRAINTS",
     "MIN_SAMPLES_PER_SHARD",
     "TeacherEnsembleMixin",
+    "absent_class_share",
     "labels_from_indices",
     "one_class_read_from_y",
+    "unanimous_release_share",
+    "warn_if_absent_classes_would_be_answered",
 ]
 
 #: Rows per shard that ``n_estimators="auto"`` keeps at least.
@@ -46,6 +49,9 @@ _ONE_CLASS_MIN_ANSWERS = 200
 #: The estimated share of one-class votes is trusted once its standard error
 #: is at most this (blurred answers need more of them).
 _ONE_CLASS_MAX_ERROR = 0.05
+#: ``fit`` warns when the noise alone would name a class without votes in at
+#: least this share of answers (three classes or more).
+_ABSENT_CLASS_SHARE = 0.02
 #: Parameters of common estimators that a teacher's shard must meet:
 #: ``name: (factor, smallest value that constrains)``. A shard of fewer than
 #: ``factor * value`` rows cannot be split (two leaves need twice the leaf
@@ -88,6 +94,15 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         except Exception:  # not an estimator: fit will say so
             pass
         return tags
+
+    def _warn_from_plan(self, plan):
+        # A class of ``classes`` absent from y would still be named by the
+        # noise: said from public numbers, since checking y would read it.
+        n_classes = plan.training.get("n_classes")
+        if is_classifier(self) and n_classes:
+            warn_if_absent_classes_would_be_answered(
+                self, plan.mechanism, plan.training["n_estimators"], n_classes
+            )
 
     def _input_allows_nan(self):
         return accepts_nan(self._base_estimator())
@@ -279,8 +294,31 @@ def one_class_read_from_y():
     )
 
 
-def _unanimous_release_share(model):
-    """How often the model's mechanism releases a class all its teachers vote.
+def _plain(label):
+    """A class label as the user wrote it (``2``, not ``np.int64(2)``)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def _gaussian_argmax_share(lead, n_classes):
+    """``E[Phi(lead + Z)^(C-1)]``: a count ``lead`` noise scales ahead wins."""
+    z = np.linspace(-8.0, 8.0, 801)
+    weights = np.exp(-0.5 * z**2)
+    inner = special.ndtr(lead + z) ** (n_classes - 1)
+    return float(np.sum(weights * inner) / np.sum(weights))
+
+
+def _argmax_noise(mechanism):
+    """``("exponential", eps)``, ``("gaussian", sigma)`` or ``None`` (exact answers)."""
+    if isinstance(mechanism, SoftMajority):
+        return "exponential", float(mechanism.epsilon_per_query)
+    sigma = getattr(getattr(mechanism, "calibration", None), "sigma_argmax", None)
+    if isinstance(mechanism, (GNMaxRelease, ConfidentGNMaxRelease)) and sigma:
+        return "gaussian", float(sigma)
+    return None
+
+
+def unanimous_release_share(mechanism, n_teachers, n_classes):
+    """How often ``mechanism`` releases the class all ``k`` teachers vote for.
 
     Public numbers only: the calibrated mechanism (its per-query epsilon or
     noise scale), ``k`` and the number of classes. The exponential
@@ -291,22 +329,107 @@ def _unanimous_release_share(model):
     mechanisms release the teachers' majority itself when they agree (the
     stability test): 1.
     """
-    mechanism = getattr(model, "privacy_mechanism_", None)
-    k = int(getattr(model, "n_estimators_", 0) or 0)
-    n_classes = len(model.classes_)
-    if mechanism is None or k < 1 or n_classes < 2:
+    noise = _argmax_noise(mechanism)
+    if noise is None or n_teachers < 1 or n_classes < 2:
         return 1.0
-    if isinstance(mechanism, SoftMajority):
-        top = min(0.5 * mechanism.epsilon_per_query * k, 700.0)
+    kind, scale = noise
+    if kind == "exponential":
+        top = min(0.5 * scale * n_teachers, 700.0)
         return float(math.exp(top) / (math.exp(top) + n_classes - 1))
-    calibration = getattr(mechanism, "calibration", None)
-    sigma = getattr(calibration, "sigma_argmax", None)
-    if isinstance(mechanism, (GNMaxRelease, ConfidentGNMaxRelease)) and sigma:
-        z = np.linspace(-8.0, 8.0, 801)
-        weights = np.exp(-0.5 * z**2)
-        inner = special.ndtr(k / float(sigma) + z) ** (n_classes - 1)
-        return float(np.sum(weights * inner) / np.sum(weights))
-    return 1.0
+    return _gaussian_argmax_share(n_teachers / scale, n_classes)
+
+
+def absent_class_share(mechanism, n_teachers, n_classes):
+    """The most often ``mechanism`` names a class that no teacher votes for.
+
+    Public numbers only. The worst case spreads the ``k`` votes evenly over
+    the other ``C - 1`` classes: the exponential mechanism then names the
+    empty class with probability ``1 / (1 + (C - 1) e^(eps k / (2 (C - 1))))``,
+    a Gaussian noisy argmax with ``E[Phi(Z - k / ((C - 1) sigma))^(C-1)]``.
+    Mechanisms that release the majority itself never name it: 0.
+    """
+    noise = _argmax_noise(mechanism)
+    if noise is None or n_teachers < 1 or n_classes < 2:
+        return 0.0
+    kind, scale = noise
+    share = n_teachers / (n_classes - 1)
+    if kind == "exponential":
+        top = min(0.5 * scale * share, 700.0)
+        return float(1.0 / (1.0 + (n_classes - 1) * math.exp(top)))
+    return _gaussian_argmax_share(-share / scale, n_classes)
+
+
+def _unanimous_release_share(model):
+    return unanimous_release_share(
+        getattr(model, "privacy_mechanism_", None),
+        int(getattr(model, "n_estimators_", 0) or 0),
+        len(model.classes_),
+    )
+
+
+def warn_if_absent_classes_would_be_answered(model, mechanism, n_teachers, n_classes):
+    """Warn before training when a class absent from ``y`` would still be answered.
+
+    Whether every class of ``classes`` occurs in ``y`` is not checked: that
+    would read the private labels before the spend (a ``y`` without one
+    class is a neighbour of one with it), an unpaid release
+    (``docs/privacy_contract.rst``, "What fit reads before the spend").
+    This says instead, from public numbers only, how often the mechanism's
+    noise alone would name such a class; after the spend, the released
+    answers are watched for it (free).
+    """
+    share = absent_class_share(mechanism, n_teachers, n_classes)
+    if n_classes < 3 or share < _ABSENT_CLASS_SHARE:
+        return
+    warn_user(
+        f"{type(model).__name__} with {n_classes} classes and {n_teachers} "
+        f"teachers at epsilon={model.epsilon:g}: a class that no teacher votes "
+        f"for would still be named in up to {share:.1%} of answers, by the "
+        "noise alone. If a class in `classes` may not occur in your training "
+        "labels, leave it out of `classes`: every answer naming it would be "
+        "noise. (Whether it occurs is not checked, since that would read the "
+        "private labels; the released answers are watched for it, for free.)",
+        UserWarning,
+    )
+
+
+def _watch_for_absent_classes(model, counts):
+    """Warn once when a class is named no more often than noise alone names one.
+
+    Post-processing of released answers and public numbers: a class named
+    in at most the share the mechanism gives a class without votes
+    (:func:`absent_class_share`, within two standard errors; never named,
+    for mechanisms that release the majority itself), over 200 or more
+    answers, likely does not occur in the training labels.
+    """
+    state = model._serving_state_
+    n_classes = len(model.classes_)
+    total = int(counts.sum())
+    if (
+        getattr(state, "absent_class_warned", False)
+        or n_classes < 3
+        or total < _ONE_CLASS_MIN_ANSWERS
+    ):
+        return
+    noise = absent_class_share(
+        model.privacy_mechanism_, model.n_estimators_, n_classes
+    )
+    bound = noise + 2.0 * math.sqrt(noise * (1.0 - noise) / total)
+    rare = int(counts.argmin())
+    if counts[rare] / total > bound or (noise == 0.0 and counts[rare] > 0):
+        return
+    state.absent_class_warned = True
+    label = _plain(model.classes_[rare])
+    warn_user(
+        f"class {label!r} is named in {counts[rare] / total:.1%} "
+        f"of the {total} answers {type(model).__name__} released so far, no "
+        "more often than the noise alone names a class that no teacher votes "
+        f"for (up to {noise:.1%}): it may not occur in the training labels, "
+        "and then every answer naming it is noise. If it is not a real "
+        "outcome, leave it out of `classes` in the next fit. (This check "
+        "reads only the released answers: it is free and private.)",
+        UserWarning,
+    )
 
 
 def _watch_for_one_class(model, index):
@@ -333,6 +456,7 @@ def _watch_for_one_class(model, index):
         counts = np.zeros(n_classes, dtype=np.int64)
     counts = counts + np.bincount(index, minlength=n_classes)
     state.released_class_counts = counts
+    _watch_for_absent_classes(model, counts)
     total = int(counts.sum())
     if (
         getattr(state, "one_class_warned", False)
@@ -351,7 +475,7 @@ def _watch_for_one_class(model, index):
     if error > _ONE_CLASS_MAX_ERROR or voted < _ONE_CLASS_SHARE - 2.0 * error:
         return
     state.one_class_warned = True
-    top = model.classes_[int(counts.argmax())]
+    top = _plain(model.classes_[int(counts.argmax())])
     blurred = (
         ""
         if unanimous >= 1.0 - 1e-9

@@ -430,7 +430,7 @@ default="auto"
         warn_user(
             f"mechanism='auto' chose ConfidentGNMax: with {n_samples} training "
             f"rows at epsilon={self.epsilon}, the sparse vector stability test "
-            f"is expected to answer at most {plan.expected_answered:.0%} of "
+            f"is expected to answer {plan.expected_answered:.0%} of "
             f"{self._planned_queries()} queries (with {plan.n_estimators} "
             f"teachers and max_unstable={plan.max_unstable}, assuming "
             f"{stability.unstable_fraction:.0%} unstable queries). Confident-GNMax "
