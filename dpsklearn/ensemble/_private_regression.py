@@ -292,7 +292,7 @@ default="adaptive_range"
         target's spread is the mechanism's ``target_std`` when stated, else
         an eighth of the range's width (below every table measured); the
         teachers are assumed to explain half of its variance
-        (:data:`~dpsklearn.planning.ASSUMED_TEACHER_R2`).
+        (``dpsklearn.planning.ASSUMED_TEACHER_R2``).
         """
         if not self._refuses_answers_below_constant:
             return
