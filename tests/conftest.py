@@ -137,7 +137,11 @@ SLOW_TESTS = {
     ),
     "test_teacher_cache.py": ("test_grid_search_over_epsilon_fits_each_fold_once",),
     "test_inputs.py": ("test_pandas_categorical_columns",),
-    "test_degenerate_teachers.py": ("test_text_teachers_on_tiny_shards_are_named",),
+    "test_degenerate_teachers.py": (
+        "test_text_teachers_on_tiny_shards_are_named",
+        "test_blurred_answers_of_one_class_teachers_are_named",
+        "test_a_student_of_one_class_teachers_is_told",
+    ),
     "test_fused.py": ("test_memory_is_bounded_by_query_chunks",),
 }
 
