@@ -153,3 +153,7 @@ def test_shown_messages_are_in_the_users_words_and_shown_once(name):
     warned = [str(w.message) for w in caught]
     repeated = {m for m in warned if warned.count(m) > 1}
     assert not repeated, repeated
+    # One event, one warning: a student whose teacher ran out says so once
+    # (not also the teacher's abstentions on the rows it could not pay for).
+    ran_out = [m for m in warned if "budget ran out" in m or "are spent" in m]
+    assert len(ran_out) <= 1, ran_out

@@ -31,7 +31,12 @@ from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from .._warn import warn_user
-from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning, StudentFitError
+from ..exceptions import (
+    AbstentionWarning,
+    BudgetExhaustedError,
+    PrivacyLeakWarning,
+    StudentFitError,
+)
 
 __all__ = ["BaseKnowledgeTransfer"]
 
@@ -389,9 +394,12 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         while True:
             served_before = _rows_served(teacher)
             try:
-                released, abstain = self._released_labels(
-                    teacher, take_rows(X_public, chosen)
-                )
+                with warnings.catch_warnings():
+                    # Said once, below, as the rows left unlabelled.
+                    warnings.simplefilter("ignore", AbstentionWarning)
+                    released, abstain = self._released_labels(
+                        teacher, take_rows(X_public, chosen)
+                    )
                 exhausted = None
                 n_done = _rows_served(teacher) - served_before
                 if _has_halted(teacher) and n_done < len(chosen):
