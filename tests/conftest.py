@@ -85,6 +85,11 @@ SLOW_TESTS = {
         "test_ssp_audit_catches_halved_noise",
     ),
     "test_audit_selection.py": ("test_selection_matches_its_claim",),
+    # (a staged AdaSSP release, 60,000 runs each; a tenth stays quick)
+    "test_staged_statistics.py": (
+        "test_staged_audit",
+        "test_staged_audit_catches_every_stage_at_the_whole_budget",
+    ),
     "test_private_prediction.py": (
         "test_exponential_mechanism_frequencies_chi_square",
         "test_predict_proba_rows_are_probability_vectors",

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import STUMP, two_blobs
 from sklearn.decomposition import PCA
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScaler
 
-from dpsklearn import PrivateKernelRidge, PrivatePredictionRegressor
+from dpsklearn import PrivateKernelRidge, PrivatePredictionClassifier
 from dpsklearn.pipeline import make_private_pipeline
 
 RNG = np.random.default_rng(0)
-X = RNG.normal(size=(40_000, 3))
-Y = np.clip(X @ [1.0, -0.5, 0.25] + 0.1 * RNG.normal(size=40_000), -4, 4)
+X, Y = two_blobs(400, seed=0)
 
 
-def _private():
-    return PrivatePredictionRegressor(
-        target_range=(-4, 4), max_queries=100, random_state=0
+def _private(estimator=STUMP):
+    return PrivatePredictionClassifier(
+        estimator, n_estimators=10, max_queries=50, classes=[0, 1], random_state=0
     )
 
 
@@ -44,7 +44,7 @@ def test_the_message_says_where_it_belongs():
 
 
 def test_stateless_and_frozen_public_steps_are_accepted_and_fit():
-    public = RNG.normal(size=(500, 3))
+    public = RNG.normal(size=(500, 2))
     pipe = make_private_pipeline(
         FunctionTransformer(np.tanh),
         Normalizer(),
@@ -57,10 +57,8 @@ def test_stateless_and_frozen_public_steps_are_accepted_and_fit():
 
 
 def test_learnt_preprocessing_inside_the_teacher_is_the_way():
-    teacher = make_pipeline(StandardScaler(), Ridge())
-    pipe = make_private_pipeline(
-        PrivatePredictionRegressor(teacher, target_range=(-4, 4), max_queries=50)
-    )
+    teacher = make_pipeline(StandardScaler(), LogisticRegression())
+    pipe = make_private_pipeline(_private(teacher))
     assert pipe.fit(X, Y).predict(X[:3]).shape == (3,)
 
 
