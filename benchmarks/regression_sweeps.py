@@ -61,6 +61,7 @@ from regression_tables import (  # noqa: E402
     ignore_expected_warnings,
     load_table,
     teachers_clipped_mean,
+    teachers_only,
 )
 
 from dpsklearn import (  # noqa: E402
@@ -253,12 +254,14 @@ def teachers_mean_holdout(table, alpha, n_holdout=8_000):
             X[fit_rows], y[fit_rows], X_public=table.X_public
         )
         students.append(r2_score(y[held], model.predict(X[held])))
-    teachers = PrivatePredictionRegressor(
-        scaled_ridge(alpha),
-        n_estimators=model.teacher_params_["n_estimators"],  # as resolved
-        mechanism="clipped_mean",
-        target_range=table.target_range,
-        random_state=0,
+    teachers = teachers_only(
+        PrivatePredictionRegressor(
+            scaled_ridge(alpha),
+            n_estimators=model.teacher_params_["n_estimators"],  # as resolved
+            mechanism="clipped_mean",
+            target_range=table.target_range,
+            random_state=0,
+        )
     ).fit(X[fit_rows], y[fit_rows])
     return {
         "held-out rows, the teachers' mean (non-private)": r2_score(

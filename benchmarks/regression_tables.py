@@ -276,9 +276,19 @@ def midpoint(table, epsilon, seed):
     return np.full(N_TEST, (lo + hi) / 2), {}
 
 
+def teachers_only(model):
+    """``model``, to read its teachers without noise (a non-private reference).
+
+    Its answers are never served, so ``fit``'s refusal of noisy answers that
+    would lose to a constant (docs/regression.rst) does not apply.
+    """
+    model._refuses_answers_below_constant = False
+    return model
+
+
 def teachers_mean(table, epsilon, seed):
-    model = PrivatePredictionRegressor(
-        target_range=table.target_range, random_state=0
+    model = teachers_only(
+        PrivatePredictionRegressor(target_range=table.target_range, random_state=0)
     ).fit(table.X_train, table.y_train)
     return teachers_clipped_mean(model, table.X_test), {"k": model.n_estimators_}
 
@@ -299,7 +309,8 @@ def student_teacher(table, epsilon, seed=None):
 
 
 def student_teachers_mean(table, epsilon, seed):
-    model = student_teacher(table, 1.0).fit(table.X_train, table.y_train)
+    model = teachers_only(student_teacher(table, 1.0))
+    model.fit(table.X_train, table.y_train)
     return teachers_clipped_mean(model, table.X_test), {"k": model.n_estimators_}
 
 
@@ -330,7 +341,13 @@ def private_prediction(table, epsilon, seed):
         epsilon=epsilon,
         random_state=0,
         noise_random_state=seed,
-    ).fit(table.X_train, table.y_train)
+    )
+    try:
+        model.fit(table.X_train, table.y_train)
+    except ValueError as exc:  # refused before any spend: no answers
+        if "worse than a constant" not in str(exc):
+            raise
+        return np.full(N_TEST, np.nan), {"range": "refused"}
     answers = np.full(N_TEST, np.nan)
     answers[:N_ANSWERS] = model.predict(table.X_test[:N_ANSWERS])
     return answers, {
@@ -394,6 +411,8 @@ PEER = "diffprivlib LinearRegression (peer, pure epsilon)"
 
 
 def score(table, predictions):
+    if np.isnan(predictions[:N_ANSWERS]).all():  # refused: nothing answered
+        return {"r2": float("nan")}
     out = {"r2": r2_score(table.y_test[:N_ANSWERS], predictions[:N_ANSWERS])}
     if not np.isnan(predictions).any():
         out["r2_all"] = r2_score(table.y_test, predictions)

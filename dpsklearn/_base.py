@@ -315,6 +315,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     def _fit_in_scope(self, X, y=None, **fit_params):
         self._validate_params()
         plan = self._plan(X, y, **fit_params)
+        self._warn_from_plan(plan)
         accountant, events = self._reserve(plan.mechanism, self.epsilon, plan.delta)
         fitted = dict(self._train_silently(plan))
         accountant.spend_events(events)  # atomic: the whole release is reserved
@@ -339,6 +340,9 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         A subclass whose ``fit`` takes fit parameters adds ``**fit_params``.
         """
         raise NotImplementedError
+
+    def _warn_from_plan(self, plan: FitPlan) -> None:
+        """Warnings read from the calibrated plan (public numbers only)."""
 
     def _train(self, plan: FitPlan) -> dict:
         """The private computation; returns fitted attributes."""

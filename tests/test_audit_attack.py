@@ -175,7 +175,9 @@ ESTIMATORS = {
         epsilon=epsilon,
         max_queries=1,
         target_range=(0.0, 1.0),
-        mechanism=ClippedMean(noise="laplace"),  # the clipped mean with grid Laplace
+        # The clipped mean with grid Laplace; the stated spread (the most a
+        # target in (0, 1) can have) only lets fit serve the audit's answers.
+        mechanism=ClippedMean(noise="laplace", target_std=0.5),
         random_state=seed,
     ),
     "soft_label": lambda epsilon, seed: SoftLabelPrivateRegressor(

@@ -695,6 +695,7 @@ def test_catalogue_has_at_least_30_cases():
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_bad_input_is_refused_before_any_spend(name, accountant):
     case = CASES[name]
     model = case.make(accountant)

@@ -138,6 +138,7 @@ def test_grid_discrete_gaussian_values_and_spread():
     assert clipped.min() >= 0.4 and clipped.max() <= 0.6
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_regressor_records_gaussian_events_and_spends(data):
     X, y = data
     reg = PrivatePredictionRegressor(
@@ -179,6 +180,7 @@ def test_regressor_records_gaussian_events_and_spends(data):
     assert 0 < spent < 1.0
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_regressor_shared_basic_accountant_records_the_whole(data):
     X, y = data
     shared = PrivacyAccountant(epsilon=3.0, delta=1e-5)
@@ -196,6 +198,7 @@ def test_regressor_shared_basic_accountant_records_the_whole(data):
     assert reg.calibration_ == "gaussian"
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_gaussian_needs_delta_before_any_spend(data):
     X, y = data
     shared = PrivacyAccountant(epsilon=3.0, delta=1e-5)

@@ -499,7 +499,7 @@ def test_copies_reseed_and_keep_counters(fitted):
 
 def test_not_enough_teachers_warns():
     X, y = blobs(n=600)
-    with pytest.warns(UserWarning, match="exceeds k"):
+    with pytest.warns(UserWarning, match="more than the number of teachers"):
         gnmax_model(n_estimators=10, epsilon=1.0).fit(X, y)
 
 

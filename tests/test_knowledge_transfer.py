@@ -436,3 +436,40 @@ def test_labels_the_student_cannot_fit_travel_with_the_error():
             model.fit(X[:600], y[:600], X_public=X[600:650])
     assert len(err.value.rows) == len(err.value.labels) > 0
     assert set(np.unique(err.value.labels)) == {0}
+
+
+@pytest.mark.parametrize(
+    "teacher",
+    [
+        PrivatePredictionClassifier(n_estimators=60, epsilon=8.0, classes=[0, 1]),
+        SubsampleAggregateClassifier(
+            n_estimators=60, epsilon=8.0, mechanism="confident_gnmax", classes=[0, 1]
+        ),
+    ],
+    ids=["private_prediction", "subsample_aggregate"],
+)
+def test_a_teacher_cap_left_at_its_default_pays_for_every_public_row(teacher):
+    # 2,000 public rows, more than PrivatePredictionClassifier's default
+    # max_queries (1,000): the teacher's cap, left at its default, is set to
+    # the public rows (a public number), so every row is labelled and the
+    # budget does not run out part-way.
+    X, y = make_classification(
+        n_samples=4000, n_features=6, class_sep=1.5, random_state=1
+    )
+    X_public = np.vstack([X[2400:], X[2400:2800]])  # 2,000 rows
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*budget ran out")
+        kt = KnowledgeTransferClassifier(teacher, LogisticRegression()).fit(
+            X[:2400], y[:2400], X_public=X_public
+        )
+    assert kt.n_public_unanswered_ == 0 and kt.n_public_unqueried_ == 0
+    assert kt.n_public_labelled_ + kt.n_public_abstained_ == 2000
+
+
+def test_a_teacher_cap_the_user_set_is_kept(data):
+    X, y, X_public, _, _ = data
+    with pytest.warns(UserWarning, match="budget ran out after labelling 150"):
+        kt = KnowledgeTransferClassifier(
+            _teacher(max_queries=150), LogisticRegression()
+        ).fit(X, y, X_public=X_public)
+    assert kt.n_public_labelled_ + kt.n_public_abstained_ == 150

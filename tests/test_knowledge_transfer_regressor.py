@@ -84,8 +84,10 @@ def test_student_learns_from_the_released_values(data):
     # The student's fit is on the teacher's noisy values: a student fitted on
     # exactly those (public rows, released labels) is the same model.
     X, y, X_public, _, _ = data
-    teacher = _teacher().fit(X, y)
-    released = teacher.predict(X_public[:400])
+    teacher = _teacher()
+    # as the student marks its own teacher
+    teacher._refuses_answers_below_constant = False
+    released = teacher.fit(X, y).predict(X_public[:400])
     kt = KnowledgeTransferRegressor(
         _teacher(), LinearRegression(), query_strategy="sequential"
     ).fit(X, y, X_public=X_public[:400])
@@ -178,7 +180,10 @@ def test_abstained_rows_are_dropped(data):
     dropped = X_public[:400, 0] > 0
     assert kt.n_public_abstained_ == dropped.sum() > 0
     assert kt.n_public_labelled_ == 400 - dropped.sum()
-    released = _teacher().fit(X, y).predict(X_public[:400])
+    alone = _teacher()
+    # as the student marks its own teacher
+    alone._refuses_answers_below_constant = False
+    released = alone.fit(X, y).predict(X_public[:400])
     direct = LinearRegression().fit(X_public[:400][~dropped], released[~dropped])
     np.testing.assert_allclose(kt.student_.coef_, direct.coef_)
 
@@ -401,16 +406,19 @@ def test_bad_teacher_budget_is_named_before_anything_is_spent(data):
         kt.fit(X, y, X_public=X_public)
 
 
-def test_direct_answer_noise_warning_is_not_repeated_to_a_student(data):
-    # Each answer's noise exceeds the target's spread (k = 20 teachers over a
-    # range of 600): the teacher alone warns; as a student's teacher it does
-    # not (the student averages the labels), and the student still fits.
+def test_direct_answer_refusal_does_not_apply_to_a_student(data):
+    # Each answer's noise would cost more R^2 than the teachers explain (k =
+    # 20 teachers over a range of 600): the teacher alone refuses before
+    # spending; as a student's teacher it answers (the student averages the
+    # labels), and the student fits.
     X, y, X_public, _, _ = data
     teacher = _teacher(n_estimators=20, epsilon=0.5)
-    with pytest.warns(UserWarning, match="each private answer carries noise"):
-        clone(teacher).fit(X, y)
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="worse than a constant"):
+        clone(teacher).set_params(accountant=shared).fit(X, y)
+    assert shared.events == []
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*each private answer")
+        warnings.filterwarnings("error", message=".*worse than a constant")
         kt = KnowledgeTransferRegressor(teacher, Ridge(), random_state=0)
         kt.fit(X, y, X_public=X_public[:400])
     assert kt.n_public_labelled_ == 400

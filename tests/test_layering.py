@@ -48,6 +48,7 @@ RANKS = {
     "erm": 6,
     "queries": 6,
     "model_selection": 7,
+    "pipeline": 7,
     "audit": 8,
     "demo": 8,
     "__init__": 9,

@@ -89,6 +89,7 @@ def _models():
         "confident_gnmax",
     ],
 )
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_stale_copy_continues_the_stored_counter(ledger_url, name):
     ledger = PrivacyLedger(ledger_url("budget"), epsilon=10.0, delta=1e-3)
     model = _fit(_models()[name], ledger)

@@ -313,6 +313,7 @@ FIGURES = (
     "name, shorthand",
     [(name, s) for name, case in ESTIMATORS.items() for s in case[2]],
 )
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_shorthand_is_the_default_object(name, shorthand):
     factory, (X_, y_), _, _ = ESTIMATORS[name]
     cls = type(
@@ -604,6 +605,7 @@ EXHAUSTIBLE = {
 
 
 @pytest.mark.parametrize("name", sorted(EXHAUSTIBLE))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_spent_max_queries_abstains_and_halts(name):
     model, (X_, y_), fill = EXHAUSTIBLE[name]
     model = clone(model)

@@ -247,6 +247,7 @@ def _differ(a, b):
 
 
 @pytest.mark.parametrize("name", list(SERVING))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_refits_with_the_same_random_state_release_different_noise(name):
     fit, release = SERVING[name]
     first, second = _fit_unseeded(fit), _fit_unseeded(fit)
@@ -262,6 +263,7 @@ def test_refits_draw_fresh_fit_time_noise(name):
     assert any(_differ(releases[0], r) for r in releases[1:]), name
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_refits_keep_the_partition_and_the_teachers():
     # What differs between the refits above is the noise only: random_state
     # fixes the partition and the teachers.
@@ -272,6 +274,7 @@ def test_refits_keep_the_partition_and_the_teachers():
 
 @pytest.mark.parametrize("copier", list(COPIERS))
 @pytest.mark.parametrize("name", list(SERVING))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_copy_does_not_replay_the_originals_noise(name, copier):
     fit, release = SERVING[name]
     original = _fit_unseeded(fit)
@@ -284,6 +287,7 @@ def test_a_copy_does_not_replay_the_originals_noise(name, copier):
 
 
 @pytest.mark.parametrize("name", list(SERVING))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_seeded_noise_replays_across_refits(name):
     fit, release = SERVING[name]
     first, second = _fit_seeded(fit, 7), _fit_seeded(fit, 7)
@@ -300,6 +304,7 @@ def test_seeded_fit_time_noise_replays(name):
 
 @pytest.mark.parametrize("copier", list(COPIERS))
 @pytest.mark.parametrize("name", list(SERVING))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_copy_of_a_seeded_model_replays_its_noise(name, copier):
     fit, release = SERVING[name]
     original = _fit_seeded(fit, 7)

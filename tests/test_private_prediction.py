@@ -20,6 +20,7 @@ from scipy import stats
 from sklearn.datasets import make_classification, make_regression
 
 from dpsklearn import (
+    AdaptiveRange,
     BudgetExhaustedError,
     ClippedMean,
     Exponential,
@@ -442,7 +443,7 @@ def test_auto_n_estimators_follows_theorem1_capped_by_rows():
     clf = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(X, y)
     # eps_q = 1 (basic), target_error 0.1: r = ceil(6 ln 40) = 23.
     assert clf.n_estimators_ == 23 == math.ceil(6 * math.log(40))
-    with pytest.warns(UserWarning, match="Theorem 1 asks for r=23"):
+    with pytest.warns(UserWarning, match="need 23 teachers"):
         small = PrivatePredictionClassifier(max_queries=1, classes=[0, 1]).fit(
             X[:200], y[:200]
         )
@@ -524,7 +525,13 @@ def test_regressor_noise_has_the_stated_scale():
 def test_regressor_target_range():
     X, y = make_regression(n_samples=300, n_features=3, random_state=0)
     with pytest.warns(PrivacyLeakWarning, match="target_range"):
-        reg = PrivatePredictionRegressor(n_estimators=5, max_queries=10).fit(X, y)
+        reg = PrivatePredictionRegressor(
+            n_estimators=5,
+            max_queries=10,
+            # five teachers' answers would lose to a constant; a stated
+            # spread far above the noise lets this test check the range only
+            mechanism=AdaptiveRange(target_std=1e12),
+        ).fit(X, y)
     assert reg.target_range_ == (y.min(), y.max())
     predictions = reg.predict(X[:10])
     assert np.all((predictions >= y.min()) & (predictions <= y.max()))
@@ -675,6 +682,7 @@ def test_copies_do_not_replay_the_noise(binary_data):
 @pytest.mark.parametrize(
     "Estimator", [PrivatePredictionClassifier, PrivatePredictionRegressor]
 )
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_refused_refit_keeps_the_live_model(binary_data, Estimator):
     X, y = binary_data
     abstain = (
@@ -976,3 +984,73 @@ def test_gnmax_label_frequency_matches_the_exact_probability(votes):
     high = stats.binom.isf(FAILURE_PROBABILITY / 2, n_draws, p1)
     assert low <= observed <= high, (observed, n_draws * p1, low, high)
     assert clf.budget_status().query_units_remaining == 0
+
+
+# -- answers that would lose to a constant are refused before the spend -------
+def _wage_like(n, spread, seed=0):
+    """Log wages in the public range (4, 10): a signal in two columns and noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = 6.5 + spread * (0.7 * X[:, 0] + 0.3 * X[:, 1] + 0.65 * rng.normal(size=n))
+    return X, np.clip(y, 4.0, 10.0)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+def test_defaults_refuse_answers_that_lose_to_a_constant(epsilon):
+    # 2,800 rows: 280 teachers, whose 1,000 noisy answers over the range
+    # (4, 10) carry noise of standard deviation 2 to 4, far above the
+    # target's spread (about 0.7): they would score R^2 far below 0. The
+    # refusal comes before any spend and names what works instead.
+    X, y = _wage_like(2800, spread=0.7)
+    shared = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    model = PrivatePredictionRegressor(
+        epsilon=epsilon, target_range=(4, 10), accountant=shared
+    )
+    with pytest.raises(ValueError, match="worse than a constant") as caught:
+        model.fit(X, y)
+    assert shared.events == []
+    message = str(caught.value)
+    assert "KnowledgeTransferRegressor" in message and "PrivateKernelRidge" in message
+
+
+def test_the_refusal_reads_public_numbers_only():
+    # Two targets of very different spread (one twenty times the other), the
+    # same public inputs: the same outcome, whatever y is.
+    X, narrow = _wage_like(2800, spread=0.05)
+    _, wide = _wage_like(2800, spread=1.0)
+    outcomes = []
+    for y in (narrow, wide):
+        try:
+            PrivatePredictionRegressor(target_range=(4, 10)).fit(X, y)
+            outcomes.append("fitted")
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1] != "fitted"
+
+
+def test_enough_teachers_are_not_refused():
+    # 20,000 rows: 2,000 teachers; 200 answers' planned noise costs a small
+    # share of the smallest spread assumed, and they beat a constant.
+    X, y = _wage_like(20_000, spread=0.7)
+    model = PrivatePredictionRegressor(
+        epsilon=1.0,
+        max_queries=200,
+        target_range=(4, 10),
+        random_state=0,
+        noise_random_state=0,
+    ).fit(X, y)
+    answers = model.predict(X[:200])
+    assert np.mean((answers - y[:200]) ** 2) < np.var(y[:200])
+
+
+def test_a_stated_spread_is_the_users_public_assumption():
+    # A spread stated larger than the assumed one (an eighth of the range)
+    # lets a borderline plan through: the rule reads the stated figure.
+    X, y = _wage_like(20_000, spread=0.7)
+    params = dict(epsilon=0.5, target_range=(4, 10), random_state=0)
+    with pytest.raises(ValueError, match="worse than a constant"):
+        PrivatePredictionRegressor(**params).fit(X, y)
+    model = PrivatePredictionRegressor(
+        **params, mechanism=AdaptiveRange(target_std=1.5)
+    ).fit(X, y)
+    assert model.n_estimators_ == 2000

@@ -144,6 +144,7 @@ def _ask(model, X):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_status_schema_and_invariants(name):
     model, X = _fit(name)
     before = model.budget_status()
@@ -180,6 +181,7 @@ def test_unfitted_status_is_not_fitted_error(name):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_refused_refit_keeps_the_live_model(name):
     model, X = _fit(name)
     _ask(model, X[:5])

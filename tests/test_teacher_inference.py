@@ -233,6 +233,7 @@ def test_estimators_answer_identically_with_parallel_teachers(always_parallel):
     )
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_regressors_answer_identically_with_parallel_teachers(always_parallel):
     X, y = make_regression(n_samples=1000, n_features=5, noise=5.0, random_state=2)
     Xq = X[800:]

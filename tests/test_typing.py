@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "dpsklearn.mechanisms",
     "dpsklearn.metrics",
     "dpsklearn.model_selection",
+    "dpsklearn.pipeline",
     "dpsklearn.noise",
     "dpsklearn.planning",
     "dpsklearn.queries",

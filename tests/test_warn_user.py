@@ -11,6 +11,7 @@ import pathlib
 import warnings
 
 import numpy as np
+import pytest
 from _helpers import STUMP, two_blobs
 from sklearn.model_selection import GridSearchCV
 
@@ -42,6 +43,7 @@ def test_a_fit_warning_points_at_the_fit_line():
     assert all(w.filename == __file__ for w in caught), [w.filename for w in caught]
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 def test_a_regressor_bound_warning_points_at_the_fit_line():
     X, y = two_blobs(400, seed=0)
     model = PrivatePredictionRegressor(n_estimators=10, max_queries=10, random_state=0)

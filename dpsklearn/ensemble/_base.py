@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 from sklearn.base import is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
@@ -24,6 +25,7 @@ from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
 from .._warn import warn_user, warning_scope
+from ..mechanisms import ConfidentGNMaxRelease, GNMaxRelease, SoftMajority
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 from ._student import AnswerStudent
@@ -32,10 +34,13 @@ __all__ = [
     "ENSEMBLE_CONSTRAINTS",
     "MIN_SAMPLES_PER_SHARD",
     "TeacherEnsembleMixin",
+    "absent_class_share",
     "answer_sources",
     "labels_from_indices",
     "one_class_read_from_y",
     "predict_outputs",
+    "unanimous_release_share",
+    "warn_if_absent_classes_would_be_answered",
 ]
 
 #: Rows per shard that ``n_estimators="auto"`` keeps at least.
@@ -46,6 +51,12 @@ _FEW_ROWS_PER_SHARD = 10
 #: answers: the teachers have likely collapsed to the majority class.
 _ONE_CLASS_SHARE = 0.97
 _ONE_CLASS_MIN_ANSWERS = 200
+#: The estimated share of one-class votes is trusted once its standard error
+#: is at most this (blurred answers need more of them).
+_ONE_CLASS_MAX_ERROR = 0.05
+#: ``fit`` warns when the noise alone would name a class without votes in at
+#: least this share of answers (three classes or more).
+_ABSENT_CLASS_SHARE = 0.02
 #: Parameters of common estimators that a teacher's shard must meet:
 #: ``name: (factor, smallest value that constrains)``. A shard of fewer than
 #: ``factor * value`` rows cannot be split (two leaves need twice the leaf
@@ -103,6 +114,15 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
         except Exception:  # not an estimator: fit will say so
             pass
         return tags
+
+    def _warn_from_plan(self, plan):
+        # A class of ``classes`` absent from y would still be named by the
+        # noise: said from public numbers, since checking y would read it.
+        n_classes = plan.training.get("n_classes")
+        if is_classifier(self) and n_classes:
+            warn_if_absent_classes_would_be_answered(
+                self, plan.mechanism, plan.training["n_estimators"], n_classes
+            )
 
     def _input_allows_nan(self):
         return accepts_nan(self._base_estimator())
@@ -348,15 +368,160 @@ def one_class_read_from_y():
     )
 
 
+def _plain(label):
+    """A class label as the user wrote it (``2``, not ``np.int64(2)``)."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def _gaussian_argmax_share(lead, n_classes):
+    """``E[Phi(lead + Z)^(C-1)]``: a count ``lead`` noise scales ahead wins."""
+    z = np.linspace(-8.0, 8.0, 801)
+    weights = np.exp(-0.5 * z**2)
+    inner = special.ndtr(lead + z) ** (n_classes - 1)
+    return float(np.sum(weights * inner) / np.sum(weights))
+
+
+def _argmax_noise(mechanism):
+    """``("exponential", eps)``, ``("gaussian", sigma)`` or ``None`` (exact answers)."""
+    if isinstance(mechanism, SoftMajority):
+        return "exponential", float(mechanism.epsilon_per_query)
+    sigma = getattr(getattr(mechanism, "calibration", None), "sigma_argmax", None)
+    if isinstance(mechanism, (GNMaxRelease, ConfidentGNMaxRelease)) and sigma:
+        return "gaussian", float(sigma)
+    return None
+
+
+def unanimous_release_share(mechanism, n_teachers, n_classes):
+    """How often ``mechanism`` releases the class all ``k`` teachers vote for.
+
+    Public numbers only: the calibrated mechanism (its per-query epsilon or
+    noise scale), ``k`` and the number of classes. The exponential
+    mechanism releases the class of ``k`` unanimous votes with probability
+    ``e^(eps k / 2) / (e^(eps k / 2) + C - 1)``; a Gaussian noisy argmax
+    (GNMax, Confident-GNMax's answers) with ``E[Phi(k / sigma + Z)^(C-1)]``
+    (continuous noise, a close bound for the discrete noise it draws). Other
+    mechanisms release the teachers' majority itself when they agree (the
+    stability test): 1.
+    """
+    noise = _argmax_noise(mechanism)
+    if noise is None or n_teachers < 1 or n_classes < 2:
+        return 1.0
+    kind, scale = noise
+    if kind == "exponential":
+        top = min(0.5 * scale * n_teachers, 700.0)
+        return float(math.exp(top) / (math.exp(top) + n_classes - 1))
+    return _gaussian_argmax_share(n_teachers / scale, n_classes)
+
+
+def absent_class_share(mechanism, n_teachers, n_classes):
+    """The most often ``mechanism`` names a class that no teacher votes for.
+
+    Public numbers only. The worst case spreads the ``k`` votes evenly over
+    the other ``C - 1`` classes: the exponential mechanism then names the
+    empty class with probability ``1 / (1 + (C - 1) e^(eps k / (2 (C - 1))))``,
+    a Gaussian noisy argmax with ``E[Phi(Z - k / ((C - 1) sigma))^(C-1)]``.
+    Mechanisms that release the majority itself never name it: 0.
+    """
+    noise = _argmax_noise(mechanism)
+    if noise is None or n_teachers < 1 or n_classes < 2:
+        return 0.0
+    kind, scale = noise
+    share = n_teachers / (n_classes - 1)
+    if kind == "exponential":
+        top = min(0.5 * scale * share, 700.0)
+        return float(1.0 / (1.0 + (n_classes - 1) * math.exp(top)))
+    return _gaussian_argmax_share(-share / scale, n_classes)
+
+
+def _unanimous_release_share(model):
+    return unanimous_release_share(
+        getattr(model, "privacy_mechanism_", None),
+        int(getattr(model, "n_estimators_", 0) or 0),
+        len(model.classes_),
+    )
+
+
+def warn_if_absent_classes_would_be_answered(model, mechanism, n_teachers, n_classes):
+    """Warn before training when a class absent from ``y`` would still be answered.
+
+    Whether every class of ``classes`` occurs in ``y`` is not checked: that
+    would read the private labels before the spend (a ``y`` without one
+    class is a neighbour of one with it), an unpaid release
+    (``docs/privacy_contract.rst``, "What fit reads before the spend").
+    This says instead, from public numbers only, how often the mechanism's
+    noise alone would name such a class; after the spend, the released
+    answers are watched for it (free).
+    """
+    share = absent_class_share(mechanism, n_teachers, n_classes)
+    if n_classes < 3 or share < _ABSENT_CLASS_SHARE:
+        return
+    warn_user(
+        f"{type(model).__name__} with {n_classes} classes and {n_teachers} "
+        f"teachers at epsilon={model.epsilon:g}: a class that no teacher votes "
+        f"for would still be named in up to {share:.1%} of answers, by the "
+        "noise alone. If a class in `classes` may not occur in your training "
+        "labels, leave it out of `classes`: every answer naming it would be "
+        "noise. (Whether it occurs is not checked, since that would read the "
+        "private labels; the released answers are watched for it, for free.)",
+        UserWarning,
+    )
+
+
+def _watch_for_absent_classes(model, counts):
+    """Warn once when a class is named no more often than noise alone names one.
+
+    Post-processing of released answers and public numbers: a class named
+    in at most the share the mechanism gives a class without votes
+    (:func:`absent_class_share`, within two standard errors; never named,
+    for mechanisms that release the majority itself), over 200 or more
+    answers, likely does not occur in the training labels.
+    """
+    state = model._serving_state_
+    n_classes = len(model.classes_)
+    total = int(counts.sum())
+    if (
+        getattr(state, "absent_class_warned", False)
+        or n_classes < 3
+        or total < _ONE_CLASS_MIN_ANSWERS
+    ):
+        return
+    noise = absent_class_share(
+        model.privacy_mechanism_, model.n_estimators_, n_classes
+    )
+    bound = noise + 2.0 * math.sqrt(noise * (1.0 - noise) / total)
+    rare = int(counts.argmin())
+    if counts[rare] / total > bound or (noise == 0.0 and counts[rare] > 0):
+        return
+    state.absent_class_warned = True
+    label = _plain(model.classes_[rare])
+    warn_user(
+        f"class {label!r} is named in {counts[rare] / total:.1%} "
+        f"of the {total} answers {type(model).__name__} released so far, no "
+        "more often than the noise alone names a class that no teacher votes "
+        f"for (up to {noise:.1%}): it may not occur in the training labels, "
+        "and then every answer naming it is noise. If it is not a real "
+        "outcome, leave it out of `classes` in the next fit. (This check "
+        "reads only the released answers: it is free and private.)",
+        UserWarning,
+    )
+
+
 def _watch_for_one_class(model, index):
     """Warn once when the released answers name one class almost always.
 
-    Reads only what the model has released (answered rows' labels), so the
-    check is post-processing of private answers: free, and nothing about the
-    data beyond the answers is shown. It catches teachers that learned
-    nothing but the majority class (tiny shards of text, say), whose answers
-    are then one class; the per-query exponential mechanism at a small budget
-    blurs its answers, so there it may stay silent.
+    Reads only what the model has released (answered rows' labels) and
+    public numbers, so the check is post-processing of private answers:
+    free, and nothing about the data beyond the answers is shown. It
+    catches teachers that learned nothing but the majority class (tiny
+    shards of text, say). A mechanism that blurs its answers (the
+    exponential mechanism, GNMax) releases a unanimous class only with a
+    probability ``p`` it knows from public numbers
+    (:func:`_unanimous_release_share`), and another class otherwise; so the
+    share ``s`` of the top class is compared with what that noise alone
+    gives: the share of queries the teachers vote it on is estimated as
+    ``q = (s - r) / (p - r)``, ``r = (1 - p) / (C - 1)``, and the warning
+    fires when ``q`` reaches 97 % (within two standard errors of the
+    count), once the estimate is within 5 %.
     """
     state = model._serving_state_
     n_classes = len(model.classes_)
@@ -365,22 +530,41 @@ def _watch_for_one_class(model, index):
         counts = np.zeros(n_classes, dtype=np.int64)
     counts = counts + np.bincount(index, minlength=n_classes)
     state.released_class_counts = counts
+    _watch_for_absent_classes(model, counts)
     total = int(counts.sum())
     if (
         getattr(state, "one_class_warned", False)
         or n_classes < 2
         or total < _ONE_CLASS_MIN_ANSWERS
-        or counts.max() < _ONE_CLASS_SHARE * total
     ):
         return
+    share = counts.max() / total
+    unanimous = _unanimous_release_share(model)
+    other = (1.0 - unanimous) / (n_classes - 1)
+    spread = unanimous - other
+    if spread <= 0:
+        return
+    voted = (share - other) / spread
+    error = math.sqrt(share * (1.0 - share) / total) / spread
+    if error > _ONE_CLASS_MAX_ERROR or voted < _ONE_CLASS_SHARE - 2.0 * error:
+        return
     state.one_class_warned = True
-    top = model.classes_[int(counts.argmax())]
+    top = _plain(model.classes_[int(counts.argmax())])
+    blurred = (
+        ""
+        if unanimous >= 1.0 - 1e-9
+        else (
+            f" That is about what this model's noise alone gives (it releases "
+            f"a class every teacher votes for {unanimous:.0%} of the time), "
+            "so its teachers likely vote that class on almost every query."
+        )
+    )
     warn_user(
-        f"{counts.max() / total:.1%} of the {total} answers {type(model).__name__} "
-        f"released so far name one class ({top!r}). If its teachers vote that "
-        "class on almost every query, they learned little but the majority "
-        "class: fewer, larger shards (a smaller n_estimators), a public feature "
-        "map fitted on public data, or a KnowledgeTransferClassifier student "
+        f"{share:.1%} of the {total} answers {type(model).__name__} released "
+        f"so far name one class ({top!r}).{blurred} Teachers that vote one "
+        "class on almost every query learned little but the majority class: "
+        "fewer, larger shards (a smaller n_estimators), a public feature map "
+        "fitted on public data, or a KnowledgeTransferClassifier student "
         "help. (This check reads only the released answers: it is free and "
         "private.)",
         UserWarning,

@@ -66,7 +66,9 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
         :class:`PrivatePredictionClassifier`). ``None`` means
         ``PrivatePredictionClassifier()``. It is cloned; its privacy
         parameters (``epsilon``, ``delta``, ``max_queries``, ``classes``,
-        ``accountant``) set the price of the labels.
+        ``accountant``) set the price of the labels. A ``max_queries`` left
+        at its default is set to the public rows asked about (``n_queries``,
+        else ``len(X_public)``), so the budget pays for every one of them.
     student : classifier, default=None
         Any scikit-learn classifier; ``None`` means a clone of the teacher's
         own base estimator (its ``estimator``: it takes ``X_public`` in the
@@ -215,6 +217,25 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
 
     def _check_can_rank(self, student):
         _check_can_rank(student)
+
+    def _resolve_teacher_queries(self, teacher, n_public):
+        """A teacher whose ``max_queries`` was left at its default pays for the rows.
+
+        Left at its default (or ``None``), the teacher's query cap is the
+        public rows to ask about: ``n_queries`` when set, else every row of
+        ``X_public``, so every public row is labelled instead of the first
+        ``max_queries`` (a public number, ``len(X_public)``; the budget is
+        the same, split over more answers). A cap the user set is kept.
+        """
+        params = teacher.get_params(deep=False)
+        if "max_queries" not in params:
+            return teacher
+        signature = inspect.signature(type(teacher).__init__).parameters
+        default = getattr(signature.get("max_queries"), "default", None)
+        if params["max_queries"] is None or params["max_queries"] == default:
+            wanted = n_public if self.n_queries is None else int(self.n_queries)
+            teacher.set_params(max_queries=wanted)
+        return teacher
 
     @staticmethod
     def _stand_in_labels(teacher, y, n):

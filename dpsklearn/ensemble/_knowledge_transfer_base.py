@@ -31,7 +31,12 @@ from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
 from .._warn import warn_user
-from ..exceptions import BudgetExhaustedError, PrivacyLeakWarning, StudentFitError
+from ..exceptions import (
+    AbstentionWarning,
+    BudgetExhaustedError,
+    PrivacyLeakWarning,
+    StudentFitError,
+)
 
 __all__ = ["BaseKnowledgeTransfer"]
 
@@ -222,6 +227,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         student = self._resolve_student(student, X_public)
 
         n_public = n_rows(X_public)
+        teacher = self._resolve_teacher_queries(teacher, n_public)
         n_queries = self._resolve_n_queries(teacher, n_public)
         if self.query_strategy == "uncertainty":
             self._check_can_rank(student)
@@ -329,6 +335,13 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         """
         return teacher
 
+    def _resolve_teacher_queries(self, teacher, n_public):
+        """The teacher with its query cap resolved for ``n_public`` public rows.
+
+        Public numbers only; the base class keeps the teacher as given.
+        """
+        return teacher
+
     def _check_can_rank(self, student):
         """Refuse a student that ``_priority`` cannot rank rows with."""
 
@@ -382,9 +395,12 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         while True:
             served_before = _rows_served(teacher)
             try:
-                released, abstain = self._released_labels(
-                    teacher, take_rows(X_public, chosen)
-                )
+                with warnings.catch_warnings():
+                    # Said once, below, as the rows left unlabelled.
+                    warnings.simplefilter("ignore", AbstentionWarning)
+                    released, abstain = self._released_labels(
+                        teacher, take_rows(X_public, chosen)
+                    )
                 exhausted: bool | BudgetExhaustedError | None = None
                 n_done = _rows_served(teacher) - served_before
                 if _has_halted(teacher) and n_done < len(chosen):

@@ -217,7 +217,6 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
     #: The per-answer noise warning (docs/regression.rst, "Planning regression
     #: answers") is about direct answers: a student averages many labels, so
     #: its noise is about the answers' times sqrt(parameters / labels).
-    _teacher_warnings_not_for_students = (".*each private answer carries noise",)
 
     def __init__(
         self,
@@ -344,6 +343,10 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
             ):
                 resolved["mechanism"] = "clipped_mean"
             teacher.set_params(**resolved)
+            # Its answers label public rows for the student, which averages
+            # their noise: the refusal of answers that lose to a constant is
+            # about answers served one by one, not these.
+            teacher._refuses_answers_below_constant = False
         self.teacher_params_ = resolved
         return teacher
 

@@ -68,8 +68,10 @@ class _PrivatePredictionBase(TeacherEnsembleMixin):
         if self.max_queries is None:
             raise ValueError(
                 f"max_queries=None is not allowed for {type(self).__name__}: "
-                "the number of released rows is part of the privacy guarantee "
-                "(eps_q = the per-query share of epsilon). Pass an integer >= 1."
+                "the budget is split over a fixed number of answers, so the "
+                "number of rows you will ask about is part of the privacy "
+                "guarantee. Pass an integer >= 1: the rows you expect to ask "
+                "about."
             )
 
     def _serve(self, X, method, statistic, finish, fallback=None):
@@ -356,10 +358,13 @@ class PrivatePredictionClassifier(
         needed = private_prediction_r(options.target_error, epsilon_per_query)  # Thm 1
         if needed > supported:
             warn_user(
-                f"n_estimators='auto': Theorem 1 asks for r={needed} teachers "
-                f"(eps_q={epsilon_per_query:.4g}, target_error="
-                f"{options.target_error}), but n_samples={n_samples} supports "
-                f"only k={supported} at 20 rows per shard; using k={supported}.",
+                f"n_estimators='auto': answers within target_error="
+                f"{options.target_error} at this budget need {needed} teachers "
+                f"(epsilon={self.epsilon:g} over max_queries={self.max_queries} "
+                f"answers), but {n_samples} training rows give only {supported} "
+                f"teachers of 20 rows each; using {supported}, so expect more "
+                "wrong answers. More training rows, a smaller max_queries or a "
+                "larger epsilon help.",
                 UserWarning,
             )
         return min(needed, supported)

@@ -23,14 +23,13 @@ from sklearn.linear_model import Ridge
 from .._base import FitPlan, keeps_live_model
 from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
-from .._warn import warn_user
 from ..mechanisms import (
     AdaptiveRange,
     ClippedMean,
     MechanismOptions,
     resolve_mechanism,
 )
-from ..planning import plan_regression_answers
+from ..planning import ASSUMED_SPREAD_SHARE, plan_regression_answers
 from ..serving import ReleaseCache
 from ..teachers import teacher_outputs
 from ._private_prediction import PRIVATE_PREDICTION_CONSTRAINTS, _PrivatePredictionBase
@@ -95,9 +94,12 @@ default="adaptive_range"
         :class:`~dpsklearn.mechanisms.ClippedMean`: the mean clipped to
         ``target_range`` itself (Dwork and Feldman 2018). Either way the
         composition that splits the budget is the tightest admissible one,
-        recorded in ``calibration_``; ``fit`` warns when each answer's
-        planned noise exceeds the target's stated spread (the mechanism's
-        ``target_std``).
+        recorded in ``calibration_``. ``fit`` refuses, before anything is
+        spent, when each answer's planned noise would cost more R^2 than the
+        teachers are assumed to explain (the answers would lose to a
+        constant; ``docs/regression.rst``, "When answers lose to a
+        constant"); the target's spread is the mechanism's ``target_std``
+        when stated, else an eighth of ``target_range``'s width.
     target_range : (float, float), default=None
         Public bounds ``(lo, hi)``, ``lo < hi``. ``None`` infers them from
         ``y`` with a :class:`PrivacyLeakWarning`.
@@ -153,9 +155,14 @@ default="adaptive_range"
     (2000, False)
     >>> reg.predict(X[:3]).shape
     (3,)
-    >>> plain = PrivatePredictionRegressor(
+    >>> few = PrivatePredictionRegressor(
     ...     n_estimators=100, epsilon=1.0, max_queries=10, mechanism=ClippedMean(),
-    ...     target_range=(-300, 300), random_state=0).fit(X, y)
+    ...     target_range=(-300, 300), random_state=0)
+    >>> few.fit(X, y)  # noise 70.9 against a spread assumed to be 600 / 8
+    Traceback (most recent call last):
+    ...
+    ValueError: PrivatePredictionRegressor refused before spending any budget: ...
+    >>> plain = few.set_params(mechanism=ClippedMean(target_std=150)).fit(X, y)
     >>> plain.calibration_, round(plain.noise_std_, 1)  # Gaussian from 9 queries on
     ('gaussian', 70.9)
     >>> one = PrivatePredictionRegressor(
@@ -248,7 +255,7 @@ default="adaptive_range"
             target_range=(lo, hi),
             n_teachers=n_estimators,
         )
-        self._warn_if_noise_exceeds_spread(options, (lo, hi), n_estimators)
+        self._refuse_if_answers_lose_to_constant(options, (lo, hi), n_estimators)
         return FitPlan(
             mechanism,
             X,
@@ -267,17 +274,31 @@ default="adaptive_range"
     def _train(self, plan):
         return self._fit_teachers(plan.X, plan.y, plan.training["n_estimators"])
 
-    def _warn_if_noise_exceeds_spread(self, options, target_range, n_estimators):
-        """Warn, before training, when each answer's noise exceeds the target's spread.
+    #: Whether ``fit`` refuses answers expected to lose to a constant. A
+    #: knowledge-transfer student turns it off on its cloned teacher: those
+    #: answers label public rows for a student, which averages their noise.
+    _refuses_answers_below_constant = True
 
-        Public numbers only (``docs/regression.rst``, "Planning regression
-        answers"): the range, ``k``, ``max_queries``, the budget and the
-        stated spread (the mechanism's ``target_std``, else a quarter of
-        the range); the adaptive range is planned at its worst case, the
-        whole range.
+    def _refuse_if_answers_lose_to_constant(self, options, target_range, n_estimators):
+        """Refuse, before anything is spent, answers expected to lose to a constant.
+
+        An answer's squared error is the teachers' error plus the noise's
+        variance ``s^2``; the best constant's is the target's variance. So
+        the answers beat a constant only while ``s^2`` stays below the share
+        of the target's variance the teachers explain. From public numbers
+        only (``docs/regression.rst``, "When answers lose to a constant"):
+        ``s`` is planned from the range, ``k``, ``max_queries`` and the
+        budget (the adaptive range at its worst case, the whole range); the
+        target's spread is the mechanism's ``target_std`` when stated, else
+        an eighth of the range's width (below every table measured); the
+        teachers are assumed to explain half of its variance
+        (``dpsklearn.planning.ASSUMED_TEACHER_R2``).
         """
+        if not self._refuses_answers_below_constant:
+            return
         lo, hi = target_range
         stated = getattr(options, "target_std", None)
+        spread = ASSUMED_SPREAD_SHARE * (hi - lo) / 4.0 if stated is None else stated
         plan = plan_regression_answers(
             target_range=(lo, hi),
             n_teachers=n_estimators,
@@ -286,14 +307,23 @@ default="adaptive_range"
             delta=self.delta,
             aggregate="adaptive" if isinstance(options, AdaptiveRange) else "mean",
             range_share=getattr(options, "range_share", 0.1),
-            target_std=(hi - lo) / 4.0 if stated is None else stated,
+            target_std=spread,
         )
-        message = plan.message()
-        if message:
-            warn_user(
-                f"{type(self).__name__} with k={n_estimators} teachers: {message}",
-                UserWarning,
-            )
+        if not plan.loses_to_constant:
+            return
+        assumed = (
+            "the spread you stated (target_std)"
+            if stated is not None
+            else "an eighth of target_range's width, the smallest spread assumed"
+        )
+        raise ValueError(
+            f"{type(self).__name__} refused before spending any budget: at "
+            f"epsilon={self.epsilon:g} with {n_estimators} teachers and "
+            f"{self.max_queries} planned answers, {plan.message()} (The target's "
+            f"spread taken is {assumed}; if you know it is larger, state it "
+            "as the mechanism's target_std, e.g. "
+            "mechanism=AdaptiveRange(target_std=...).)"
+        )
 
     def _teacher_predictions(self, X):
         """The teachers' predictions, clipped to the range: ``(n_rows, k)``."""

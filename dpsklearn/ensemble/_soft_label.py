@@ -399,12 +399,13 @@ default="auto"
         best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
         if best_distance <= calibration.threshold:
             warn_user(
-                f"n_estimators='auto' chose k={n_estimators} teachers (20 rows "
-                f"per shard); even unanimous soft labels give distance "
-                f"{best_distance}, below the stability threshold "
-                f"w={calibration.threshold:.0f} ({calibration.name} calibration, "
-                f"max_unstable={options.max_unstable}), so almost every query "
-                f"goes to the fallback ({options.fallback!r}).",
+                f"n_estimators='auto' chose {n_estimators} teachers (20 rows "
+                "per shard); even when they all agree, their soft labels "
+                "cannot pass the stability test at this budget "
+                f"({calibration.name} calibration, max_unstable="
+                f"{options.max_unstable}), so almost every query will get the "
+                f"fallback answer ({options.fallback!r}). More training rows, a "
+                "larger epsilon or a smaller max_unstable help.",
                 UserWarning,
             )
 

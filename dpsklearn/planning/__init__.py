@@ -28,6 +28,8 @@ from ._regime import (
     public_vote_counts,
 )
 from ._regression import (
+    ASSUMED_SPREAD_SHARE,
+    ASSUMED_TEACHER_R2,
     RegressionAnswerPlan,
     knowledge_transfer_shard_rows,
     plan_regression_answers,

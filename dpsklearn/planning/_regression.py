@@ -26,6 +26,8 @@ from ..accounting import zcdp_rho
 from ..mechanisms import AdaptiveRangeRelease, clipped_mean_release, rank_error
 
 __all__ = [
+    "ASSUMED_SPREAD_SHARE",
+    "ASSUMED_TEACHER_R2",
     "RegressionAnswerPlan",
     "knowledge_transfer_shard_rows",
     "plan_regression_answers",
@@ -37,6 +39,14 @@ __all__ = [
 SHARD_ROWS_SCALE = 0.5
 #: The fewest rows per teacher the rule returns (as the estimators' "auto").
 MIN_SHARD_ROWS = 10
+#: The smallest spread of the target assumed when none is stated, as a share
+#: of a quarter of the public range's width: the measured spreads of the
+#: benchmark tables (docs/regression.rst, "When answers lose to a constant")
+#: were 0.47 to 0.81 of it, so half of it is below each of them.
+ASSUMED_SPREAD_SHARE = 0.5
+#: The share of the target's variance the teachers are assumed to explain
+#: (their R^2) when deciding whether noisy answers would lose to a constant.
+ASSUMED_TEACHER_R2 = 0.5
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,13 @@ class RegressionAnswerPlan:
     noise_exceeds_spread : bool
         Whether ``noise_std > target_std``: the answers would score below a
         constant at the target's mean.
+    teacher_r2 : float
+        The share of the target's variance the teachers are assumed to
+        explain.
+    loses_to_constant : bool
+        Whether ``r2_cost > teacher_r2``: the noise costs more R^2 than the
+        teachers are assumed to earn, so the answers are expected to score
+        below the best constant.
     """
 
     aggregate: str
@@ -71,19 +88,24 @@ class RegressionAnswerPlan:
     target_std: float | None
     r2_cost: float | None
     noise_exceeds_spread: bool
+    teacher_r2: float = ASSUMED_TEACHER_R2
+    loses_to_constant: bool = False
 
     def message(self) -> str:
-        """A warning for the user when the noise exceeds the stated spread, else ''."""
-        if not self.noise_exceeds_spread:
+        """What to know when the answers would lose to a constant, else ''."""
+        if not (self.loses_to_constant or self.noise_exceeds_spread):
             return ""
         return (
-            f"each private answer carries noise of standard deviation "
-            f"{self.noise_std:.3g}, more than the stated spread of the target "
-            f"({self.target_std:.3g}): the answers would score R^2 below 0, "
-            "worse than a constant. Publish a KnowledgeTransferRegressor "
-            "instead (a student fitted on public rows labelled once by this "
-            "teacher is then free to query), or answer fewer queries, use more "
-            "teachers, or a narrower target_range."
+            f"each private answer would carry noise of standard deviation "
+            f"{self.noise_std:.3g} (in target units) against a target spread of "
+            f"about {self.target_std:.3g}: the noise alone costs "
+            f"{self.r2_cost:.2g} of R^2, more than the "
+            f"{self.teacher_r2:.2g} the teachers are assumed to explain, so the "
+            "answers would score worse than a constant. Publish a "
+            "KnowledgeTransferRegressor instead (a student fitted on public rows "
+            "this model labels once, then free to query), or, without public "
+            "rows, a PrivateKernelRidge; or plan fewer answers (max_queries), "
+            "raise epsilon, or give a narrower target_range."
         )
 
 
@@ -98,6 +120,7 @@ class RegressionAnswerPlan:
         "range_share": [OPEN_UNIT],
         "width": [FINITE_POSITIVE, None],
         "target_std": [FINITE_POSITIVE, None],
+        "teacher_r2": [OPEN_UNIT],
     },
     prefer_skip_nested_validation=True,
 )
@@ -112,6 +135,7 @@ def plan_regression_answers(
     range_share: float = 0.1,
     width: float | None = None,
     target_std: float | None = None,
+    teacher_r2: float = ASSUMED_TEACHER_R2,
 ) -> RegressionAnswerPlan:
     """Predict the noise of ``max_queries`` private regression answers.
 
@@ -138,6 +162,10 @@ def plan_regression_answers(
         Expected width of the teachers' band (adaptive only).
     target_std : float, optional
         The stated standard deviation of the target, for ``r2_cost``.
+    teacher_r2 : float, default=0.5
+        The share of the target's variance the teachers are assumed to
+        explain: the answers lose to a constant (``loses_to_constant``) when
+        the noise costs more R^2 than that.
 
     Returns
     -------
@@ -203,6 +231,8 @@ def plan_regression_answers(
         target_std=None if target_std is None else float(target_std),
         r2_cost=cost,
         noise_exceeds_spread=bool(cost is not None and cost > 1.0),
+        teacher_r2=float(teacher_r2),
+        loses_to_constant=bool(cost is not None and cost > teacher_r2),
     )
 
 

@@ -23,7 +23,10 @@ Endpoints:
   ``{"labels": [...], "worker": pid}``; ``429`` when the budget is spent,
   with the answers already paid for in that request
   (``{"error", "n_answered", "labels"}``); ``503`` when the ledger cannot be
-  reached (nothing is answered then).
+  reached (nothing is answered then); ``422`` with ``{"error": reason}``
+  for a request the model cannot read (no rows, rows of unequal length or
+  the wrong number of columns, values that are not finite numbers), checked
+  before anything is spent.
 * ``GET /status``: the model's public counters (``budget_status()``).
 * ``GET /healthz``: ``{"worker": pid}``.
 """
@@ -89,12 +92,37 @@ def _labels(values):
 
 # Plain ``def`` endpoints: FastAPI runs them in a thread pool, so a request
 # waiting for the ledger's lock never blocks the worker's event loop.
+def _unreadable(rows, n_features):
+    """Why the model cannot read ``rows``, or ``None``: public, before any spend."""
+    if not rows:
+        return "no rows: send at least one row"
+    widths = {len(row) for row in rows}
+    if len(widths) > 1:
+        return f"rows of unequal length ({sorted(widths)} values)"
+    (width,) = widths
+    if width != n_features:
+        return f"each row needs {n_features} values, got {width}"
+    if not np.all(np.isfinite(np.asarray(rows, dtype=float))):
+        return "every value must be a finite number"
+    return None
+
+
+def _refused(reason):
+    return JSONResponse(status_code=422, content={"error": reason})
+
+
 @app.post("/predict")
 def predict(body: Rows):
     model = app.state.model
+    reason = _unreadable(body.rows, model.n_features_in_)
+    if reason is not None:
+        return _refused(reason)
     X = np.asarray(body.rows, dtype=float)
     try:
         labels, abstained = model.predict(X, return_abstained=True)
+    except (ValueError, TypeError) as exc:
+        # Refused by the model's own input check, before anything is spent.
+        return _refused(str(exc))
     except LedgerError as exc:
         return JSONResponse(
             status_code=503,
