@@ -132,6 +132,7 @@ from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import (
     NoisyStatistics,
     SufficientStatisticsRelease,
+    accumulate_statistics,
     gram_sensitivity,
     moment_sensitivity,
 )
@@ -154,6 +155,7 @@ __all__ = [
     "NoisyStatistics",
     "StagedStatisticsRelease",
     "SufficientStatisticsRelease",
+    "accumulate_statistics",
     "gram_sensitivity",
     "moment_sensitivity",
     "GAUSSIAN_CALIBRATIONS",

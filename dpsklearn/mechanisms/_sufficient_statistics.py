@@ -25,6 +25,11 @@ releases is post-processing.
   ``||D||_F``, so its sensitivity is ``sqrt(2) B_x^2`` (the triangle
   inequality gives ``2 B_x^2``; add/remove gives ``B_x^2``);
 * ``Phi^T y`` by ``phi' y' - phi y``: ``2 B_x B_y`` (add/remove ``B_x B_y``);
+  with ``k`` label columns (``Phi^T Y``, one row ``y_i`` of ``Y`` per record,
+  ``||y_i||_2 <= B_y``: one-vs-rest classes, several targets), by ``phi'
+  y'^T - phi y^T``, whose Frobenius norm is at most ``||phi'|| ||y'|| +
+  ||phi|| ||y|| <= 2 B_x B_y`` (each rank-one term has Frobenius norm the
+  product of its factors' norms): the same bound on ``p k`` coordinates;
 * ``lambda_min(Phi^T Phi)`` by at most ``B_x^2`` (Weyl's inequalities:
   ``B = A - phi phi^T`` has ``lambda_min(A) - B_x^2 <= lambda_min(B) <=
   lambda_min(A)``, and ``B + phi' phi'^T`` has ``lambda_min(B) <= . <=
@@ -41,7 +46,7 @@ that the conversion certifies within ``(epsilon, delta)`` goes to each.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +71,7 @@ from ._gaussian_calibration import largest_gaussian_rho
 
 __all__ = [
     "NoisyStatistics",
+    "accumulate_statistics",
     "SufficientStatisticsRelease",
     "gram_sensitivity",
     "moment_sensitivity",
@@ -107,6 +113,44 @@ def moment_sensitivity(feature_bound: float, label_bound: float) -> float:
     6.0
     """
     return 2.0 * float(feature_bound) * float(label_bound)
+
+
+def accumulate_statistics(
+    X: np.ndarray,
+    targets: np.ndarray,
+    feature_map: Callable[[np.ndarray], np.ndarray],
+    n_features: int,
+    *,
+    working_memory: float = 64.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """The exact ``(Phi^T Phi, Phi^T Y, lambda_min(Phi^T Phi))`` (non-private).
+
+    ``Phi = feature_map(X)`` is built in chunks of rows of at most
+    ``working_memory`` MiB (one matrix product per chunk), so memory does
+    not grow with ``n``. What :meth:`SufficientStatisticsRelease.release`
+    takes; nothing here may leave a fit unreleased.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.mechanisms import accumulate_statistics
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> gram, moment, lam = accumulate_statistics(X, np.array([1.0, -1.0]),
+    ...                                           lambda rows: rows, 2)
+    >>> gram.tolist(), moment.tolist(), lam
+    ([[1.0, 0.0], [0.0, 1.0]], [1.0, -1.0], 1.0)
+    """
+    targets = np.asarray(targets, dtype=np.float64)
+    p = int(n_features)
+    gram = np.zeros((p, p))
+    moment = np.zeros((p,) + targets.shape[1:])
+    chunk = max(1, int(working_memory * 2**20 // (8 * max(1, p))))
+    for start in range(0, X.shape[0], chunk):
+        features = feature_map(X[start : start + chunk])
+        gram += features.T @ features
+        moment += features.T @ targets[start : start + chunk]
+    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    return gram, moment, lambda_min
 
 
 def _fine_grid_step(sensitivity, n_coordinates):
@@ -154,6 +198,10 @@ class SufficientStatisticsRelease(Mechanism):
     failure_probability : float
         The regulariser's confidence parameter (accuracy only; it enters no
         privacy figure).
+    n_targets : int, default=1
+        ``k``, the columns of the moment ``Phi^T Y`` (one per class of a
+        one-vs-rest classifier); ``label_bound`` then bounds the L2 norm of
+        one record's row of ``Y`` (module notes).
 
     Examples
     --------
@@ -177,6 +225,7 @@ class SufficientStatisticsRelease(Mechanism):
         rho: float,
         conversion: str,
         failure_probability: float = 0.05,
+        n_targets: int = 1,
     ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
@@ -187,13 +236,14 @@ class SufficientStatisticsRelease(Mechanism):
         self.rho = float(rho)
         self.conversion = str(conversion)
         self.failure_probability = float(failure_probability)
+        self.n_targets = int(n_targets)
         p = self.n_features
         self.sensitivities = (
             gram_sensitivity(self.feature_bound),
             moment_sensitivity(self.feature_bound, self.label_bound),
             self.feature_bound**2,
         )
-        self.dimensions = (p * (p + 1) // 2, p, 1)
+        self.dimensions = (p * (p + 1) // 2, p * self.n_targets, 1)
         self.grid_steps = tuple(
             _fine_grid_step(s, d)
             for s, d in zip(self.sensitivities, self.dimensions, strict=True)
@@ -222,6 +272,7 @@ class SufficientStatisticsRelease(Mechanism):
             "shares": ["array-like"],
             "calibration": [StrOptions({"auto", "rdp", "zcdp"})],
             "failure_probability": [OPEN_UNIT],
+            "n_targets": [FINITE_POSITIVE],
         },
         prefer_skip_nested_validation=True,
     )
@@ -236,6 +287,7 @@ class SufficientStatisticsRelease(Mechanism):
         shares: Sequence[float] = DEFAULT_SHARES,
         calibration: str = "auto",
         failure_probability: float = 0.05,
+        n_targets: int = 1,
     ) -> SufficientStatisticsRelease:
         """Noise of the three releases for a total ``(epsilon, delta)``.
 
@@ -267,6 +319,7 @@ class SufficientStatisticsRelease(Mechanism):
             rho,
             conversion,
             failure_probability,
+            int(n_targets),
         )
 
     @property
@@ -325,16 +378,27 @@ class SufficientStatisticsRelease(Mechanism):
     ) -> NoisyStatistics:
         """The noisy statistics; ``noise`` is the fit's NoiseSource.
 
+        ``moment`` is ``Phi^T y`` of shape ``(p,)`` or, with ``n_targets``
+        columns, ``Phi^T Y`` of shape ``(p, k)`` (released flattened, one
+        Gaussian vector; the noisy moment keeps the given shape).
+
         Each part is rounded to its grid and gets rounded Gaussian noise in
         grid units (the Gaussian mechanism on the integer vector, then
         rounding: post-processing).
         """
         rng = noise[0]
         gram = np.asarray(gram, dtype=np.float64)
+        moment = np.asarray(moment, np.float64)
+        if moment.size != self.dimensions[1] or gram.shape != (self.n_features,) * 2:
+            raise ValueError(
+                f"the release is calibrated for {self.n_features} features and "
+                f"{self.n_targets} label column(s); got a Gram matrix of shape "
+                f"{gram.shape} and a moment of shape {moment.shape}."
+            )
         upper, (rows, cols) = _upper(gram)
         parts = []
         for value, g, sigma in zip(
-            (upper, np.asarray(moment, np.float64), np.atleast_1d(lambda_min)),
+            (upper, moment.ravel(), np.atleast_1d(lambda_min)),
             self.grid_steps,
             self.sigma_units,
             strict=True,
@@ -345,7 +409,9 @@ class SufficientStatisticsRelease(Mechanism):
         noisy_gram = np.empty_like(gram)
         noisy_gram[rows, cols] = parts[0]
         noisy_gram[cols, rows] = parts[0]
-        return NoisyStatistics(noisy_gram, parts[1], float(parts[2][0]))
+        return NoisyStatistics(
+            noisy_gram, parts[1].reshape(moment.shape), float(parts[2][0])
+        )
 
     def regulariser(self, noisy_lambda_min: float) -> float:
         """The ridge ``lam`` from the released smallest eigenvalue (post-processing).
@@ -384,7 +450,10 @@ class SufficientStatisticsRelease(Mechanism):
         lam = self.regulariser(statistics.lambda_min)
         values, vectors = linalg.eigh(statistics.gram, check_finite=False)
         values = np.maximum(values, 0.0) + max(lam, 1e-12)
-        theta = vectors @ ((vectors.T @ statistics.moment) / values)
+        projected = vectors.T @ statistics.moment
+        if projected.ndim == 2:  # one column of weights per label column
+            values = values[:, None]
+        theta = vectors @ (projected / values)
         return theta, lam
 
     def fitted_attributes(self) -> dict[str, Any]:
