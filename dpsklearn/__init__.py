@@ -48,6 +48,7 @@ from .exceptions import (
     StudentFitError,
 )
 from .kernel_ridge import PrivateKernelRidge
+from .linear_model import PrivateLeastSquaresClassifier, PrivateLinearRegression
 from .mechanisms import (
     AdaptiveRange,
     ClippedMean,
@@ -62,6 +63,7 @@ from .mechanisms import (
     SufficientStatistics,
 )
 from .model_selection import PrivateGridSearch
+from .preprocessing import PublicSchema
 from .planning import kernel_ridge_schedule
 from .queries import PrivateStatisticalQueries
 from .serving import BudgetStatus
@@ -91,10 +93,13 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivateGridSearch",
     "PrivateKernelRidge",
+    "PrivateLeastSquaresClassifier",
+    "PrivateLinearRegression",
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",
     "PrivateStatisticalQueries",
     "PublicPrior",
+    "PublicSchema",
     "RepeatAndSelect",
     "SoftLabelHistogram",
     "SoftLabelPrivateRegressor",
