@@ -63,8 +63,8 @@ from .mechanisms import (
     SufficientStatistics,
 )
 from .model_selection import PrivateGridSearch
-from .preprocessing import PublicSchema
 from .planning import kernel_ridge_schedule
+from .preprocessing import PublicSchema
 from .queries import PrivateStatisticalQueries
 from .serving import BudgetStatus
 

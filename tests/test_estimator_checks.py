@@ -38,6 +38,8 @@ from dpsklearn import (
     KnowledgeTransferRegressor,
     OutputPerturbation,
     PrivateKernelRidge,
+    PrivateLeastSquaresClassifier,
+    PrivateLinearRegression,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
@@ -269,6 +271,12 @@ REGISTRY: list[CheckCase] = [
     CheckCase(ExponentialMechanismERM(noise_random_state=0)),
     CheckCase(ExponentialMechanismERMRegressor(noise_random_state=0)),
     CheckCase(PrivateStatisticalQueries(noise_random_state=0)),
+    # -- no public rows: least squares on released sufficient statistics ------
+    # A released model (post-processing of one AdaSSP release): deterministic,
+    # free predictions. The large epsilon keeps the noise below the signal of
+    # the checks' small datasets, so the classifier checks see a classifier.
+    CheckCase(PrivateLeastSquaresClassifier(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateLinearRegression(epsilon=1e4, noise_random_state=0)),
     # -- the private search ---------------------------------------------------
     # Over two ERM configurations, with the candidates' and the selection's
     # noise seeded: refits replay the same search, and the released model is

@@ -15,7 +15,6 @@ model is publishable and its predictions are free.
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -45,6 +44,13 @@ ADDITIVE_CONSTRAINTS: dict = {
 
 class AdditiveLeastSquaresMixin(PrivateEstimatorMixin):
     """The fit template's three steps for least squares on the additive map."""
+
+    schema: PublicSchema | None
+    n_bins: int | str
+    epsilon: float
+    delta: float
+    feature_map_: AdditiveFeatureMap
+    coef_: np.ndarray
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -120,6 +126,3 @@ class AdditiveLeastSquaresMixin(PrivateEstimatorMixin):
         X = self._validate_input(X, reset=False, accept_sparse=False)
         features = self.feature_map_.transform(self.feature_map_.encode(X))
         return features @ self.coef_
-
-    def _params_for_map(self) -> dict[str, Any]:
-        return {"schema": self.schema, "n_bins": self.n_bins}

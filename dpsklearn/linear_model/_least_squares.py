@@ -53,7 +53,8 @@ _ATTRIBUTES_DOC = """
 class PrivateLeastSquaresClassifier(
     PublicLabelsMixin, AdditiveLeastSquaresMixin, ClassifierMixin, BaseEstimator
 ):
-    """A differentially private additive classifier for data with no public rows.
+    (
+        """A differentially private additive classifier for data with no public rows.
 
     Least squares on one-vs-rest labels over a public additive feature map
     (one-hot categories, per-column bins and the scaled value of numeric
@@ -100,7 +101,9 @@ class PrivateLeastSquaresClassifier(
     ----------
     classes_ : ndarray of shape (n_classes,)
         The public label set used.
-    """ + _ATTRIBUTES_DOC + """
+    """
+        + _ATTRIBUTES_DOC
+        + """
     See Also
     --------
     PrivateLinearRegression : the same release for a numeric target.
@@ -121,8 +124,12 @@ class PrivateLeastSquaresClassifier(
     >>> bool(model.score(X, y) > 0.8), model.predict_proba(X[:2]).shape
     (True, (2, 2))
     """
+    )
 
-    _parameter_constraints: dict = {**ADDITIVE_CONSTRAINTS, "classes": ["array-like", None]}
+    _parameter_constraints: dict = {
+        **ADDITIVE_CONSTRAINTS,
+        "classes": ["array-like", None],
+    }
 
     def __init__(
         self,
@@ -255,7 +262,8 @@ class PrivateLeastSquaresClassifier(
 
 
 class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEstimator):
-    """Differentially private linear regression on a public additive map (AdaSSP).
+    (
+        """Differentially private linear regression on a public additive map (AdaSSP).
 
     The linear stage of :class:`~dpsklearn.PrivateKernelRidge`'s default on
     its own, over the public additive feature map
@@ -293,7 +301,9 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         The public range used; predictions lie in it.
     center_ : float
         Its midpoint.
-    """ + _ATTRIBUTES_DOC + """
+    """
+        + _ATTRIBUTES_DOC
+        + """
     Examples
     --------
     >>> import numpy as np
@@ -308,6 +318,7 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
     >>> bool(model.score(X, y) > 0.8)
     True
     """
+    )
 
     _parameter_constraints: dict = {
         **ADDITIVE_CONSTRAINTS,
@@ -369,7 +380,9 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         else:
             lo, hi = (float(v) for v in target_range)
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise ValueError(f"y_bound must be a finite range lo < hi, got {target_range!r}.")
+            raise ValueError(
+                f"y_bound must be a finite range lo < hi, got {target_range!r}."
+            )
         center = (lo + hi) / 2.0
         labels = np.clip(y, lo, hi) - center
         return self._plan_release(

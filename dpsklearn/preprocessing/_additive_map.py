@@ -98,7 +98,9 @@ class AdditiveFeatureMap:
         self.columns = list(columns)
         self.n_bins = int(n_bins)
         self.log_scale = [
-            kind == "numeric" and desc[0] >= 0 and desc[1] >= LOG_RANGE_RATIO * max(desc[0], 1)
+            kind == "numeric"
+            and desc[0] >= 0
+            and desc[1] >= LOG_RANGE_RATIO * max(desc[0], 1)
             for _, kind, desc in self.columns
         ]
         widths, names = [], []
@@ -122,22 +124,24 @@ class AdditiveFeatureMap:
         self.scale = (1.0 - 2.0**-50) / math.sqrt(squared)
 
     def encode(self, X: Any) -> NDArray[np.float64]:
-        """One number per column: ``t`` in [0, 1] or a category index; NaN if missing."""
+        """Per column: ``t`` in [0, 1] or a category index; NaN if missing."""
         codes = np.empty((X.shape[0], len(self.columns)))
         for j, (key, kind, desc) in enumerate(self.columns):
             values = column_values(X, key)
             missing = is_missing(values)
             if kind == "categorical":
                 strings = pd.Series(values, dtype=object).astype(str)
-                index = pd.Categorical(strings, categories=[str(c) for c in desc])
-                column = index.codes.astype(np.float64)
+                levels = pd.Index([str(c) for c in desc])
+                column = levels.get_indexer(strings).astype(np.float64)
                 column[(column < 0) | missing] = np.nan
             else:
                 lo, hi = desc
                 column = np.full(values.shape[0], np.nan)
                 numbers = values[~missing].astype(np.float64)
                 if self.log_scale[j]:
-                    column[~missing] = np.log1p(np.clip(numbers, lo, hi) - lo) / math.log1p(hi - lo)
+                    column[~missing] = np.log1p(
+                        np.clip(numbers, lo, hi) - lo
+                    ) / math.log1p(hi - lo)
                 else:
                     column[~missing] = (np.clip(numbers, lo, hi) - lo) / (hi - lo)
             codes[:, j] = column
@@ -152,7 +156,9 @@ class AdditiveFeatureMap:
             start, code = self.offsets[j], codes[:, j]
             missing = np.isnan(code)
             if kind == "categorical":
-                slot = np.where(missing, len(desc), np.nan_to_num(code)).astype(np.int64)
+                slot = np.where(missing, len(desc), np.nan_to_num(code)).astype(
+                    np.int64
+                )
             elif self.n_bins:
                 bins = np.minimum(np.nan_to_num(code) * self.n_bins, self.n_bins - 1)
                 slot = np.where(missing, self.n_bins, bins).astype(np.int64)
@@ -160,7 +166,9 @@ class AdditiveFeatureMap:
                     missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
                 )
             else:
-                features[:, start] = np.where(missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0)
+                features[:, start] = np.where(
+                    missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
+                )
                 slot = np.where(missing, 1, -1).astype(np.int64)
                 keep = slot >= 0
                 features[rows[keep], start + slot[keep]] = 1.0

@@ -91,7 +91,8 @@ def column_values(X: Any, key: Hashable) -> np.ndarray:
         if str(column.dtype) == "category":
             return column.astype(object).to_numpy()
         return column.to_numpy()
-    return np.asarray(X)[:, key]
+    position: Any = key  # arrays are keyed by column position
+    return np.asarray(X)[:, position]
 
 
 def _is_numeric(values: np.ndarray) -> bool:
@@ -118,13 +119,16 @@ def resolve_columns(
     """
     schema = schema if schema is not None else PublicSchema()
     keys = list(X.columns) if hasattr(X, "columns") else list(range(X.shape[1]))
-    unknown = [k for k in list(schema.bounds) + list(schema.categories) if k not in keys]
+    unknown = [
+        k for k in list(schema.bounds) + list(schema.categories) if k not in keys
+    ]
     if unknown:
         raise ValueError(
             f"schema: columns {unknown!r} are not columns of X "
             "(name them as X does: by name for a DataFrame, by position otherwise)."
         )
-    columns, read = [], []
+    columns: list[tuple[Hashable, str, Any]] = []
+    read = []
     for key in keys:
         values = column_values(X, key)
         if key in schema.categories:
