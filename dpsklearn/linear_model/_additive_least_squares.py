@@ -69,10 +69,13 @@ class AdditiveLeastSquaresMixin(PrivateEstimatorMixin):
     __dpsklearn_publishable__ = True  # the released weights are the model
 
     def _feature_map(self, X) -> AdditiveFeatureMap:
-        """The public map: the schema's columns, bins from public counts."""
+        """The public map: the schema's columns, bins from public numbers."""
         columns = resolve_columns(X, self.schema)
         n_numeric = sum(kind == "numeric" for _, kind, _ in columns)
-        n_bins = auto_n_bins(n_numeric) if self.n_bins == "auto" else int(self.n_bins)
+        if self.n_bins == "auto":
+            n_bins = auto_n_bins(n_numeric, X.shape[0], self.epsilon)
+        else:
+            n_bins = int(self.n_bins)
         return AdditiveFeatureMap(columns, n_bins)
 
     def _plan_release(self, X, labels, label_bound, attributes) -> FitPlan:

@@ -85,7 +85,7 @@ class PrivateLeastSquaresClassifier(
     n_bins : int or "auto", default="auto"
         Equal-width bins per numeric column (0: the scaled value only);
         ``"auto"``: :func:`~dpsklearn.preprocessing.auto_n_bins` of the
-        number of numeric columns.
+        number of numeric columns, of rows and ``epsilon`` (public).
     classes : array-like, default=None
         The public label set (else ``schema.classes``; else read from ``y``
         with a :class:`~dpsklearn.PrivacyLeakWarning`).
