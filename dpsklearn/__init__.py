@@ -63,6 +63,7 @@ from .mechanisms import (
     SufficientStatistics,
 )
 from .model_selection import PrivateGridSearch
+from .naive_bayes import PrivateNaiveBayes
 from .planning import kernel_ridge_schedule
 from .preprocessing import PublicSchema
 from .queries import PrivateStatisticalQueries
@@ -95,6 +96,7 @@ __all__ = [
     "PrivateKernelRidge",
     "PrivateLeastSquaresClassifier",
     "PrivateLinearRegression",
+    "PrivateNaiveBayes",
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",
     "PrivateStatisticalQueries",

@@ -40,6 +40,7 @@ from dpsklearn import (
     PrivateKernelRidge,
     PrivateLeastSquaresClassifier,
     PrivateLinearRegression,
+    PrivateNaiveBayes,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
@@ -277,6 +278,7 @@ REGISTRY: list[CheckCase] = [
     # the checks' small datasets, so the classifier checks see a classifier.
     CheckCase(PrivateLeastSquaresClassifier(epsilon=1e4, noise_random_state=0)),
     CheckCase(PrivateLinearRegression(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateNaiveBayes(epsilon=1e4, noise_random_state=0)),
     # -- the private search ---------------------------------------------------
     # Over two ERM configurations, with the candidates' and the selection's
     # noise seeded: refits replay the same search, and the released model is

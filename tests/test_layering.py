@@ -47,6 +47,7 @@ RANKS = {
     "kernel_ridge": 6,
     "erm": 6,
     "linear_model": 6,
+    "naive_bayes": 6,
     "queries": 6,
     "model_selection": 7,
     "audit": 8,

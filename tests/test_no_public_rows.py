@@ -33,6 +33,7 @@ from dpsklearn import (
     PrivacyLeakWarning,
     PrivateLeastSquaresClassifier,
     PrivateLinearRegression,
+    PrivateNaiveBayes,
     PublicSchema,
 )
 from dpsklearn.accounting import gdp_delta
@@ -129,7 +130,7 @@ def _moment_audit(mech, seed):
     return audit(run, lambda z: np.asarray(z) >= t, n_runs=RUNS, delta=DELTA, rng=seed)
 
 
-def _moment_release():
+def _moment_release(shares=(0.01, 0.97, 0.02)):
     # Nearly all of rho on the moment, so its audit can reach the claim.
     return SufficientStatisticsRelease.calibrate(
         EPSILON,
@@ -137,15 +138,32 @@ def _moment_release():
         n_features=2,
         feature_bound=1.0,
         label_bound=float(np.linalg.norm(_LABELS[0])),
-        shares=(0.01, 0.97, 0.02),
+        shares=shares,
         n_targets=3,
     )
 
 
-def test_k_column_moment_audit():
-    res = _moment_audit(_moment_release(), 21)
-    _TABLE.record("AdaSSP, 3-column moment", "row (e1, u) -> (-e1, u)", res, EPSILON)
+@pytest.mark.parametrize(
+    "shares, label",
+    [
+        ((0.01, 0.97, 0.02), "AdaSSP, 3-column moment"),
+        ((0.0, 1.0, 0.0), "moment alone (naive Bayes)"),
+    ],
+)
+def test_k_column_moment_audit(shares, label):
+    res = _moment_audit(_moment_release(shares), 21)
+    _TABLE.record(label, "row (e1, u) -> (-e1, u)", res, EPSILON)
     assert_private(res, EPSILON)
+
+
+def test_moment_alone_spends_one_gaussian_event_within_the_budget():
+    mech = _moment_release((0.0, 1.0, 0.0))
+    events = mech.event_options("x", "zcdp")[0]
+    assert len(events) == 1
+    mu = mech.units[1] / mech.sigma_units[1]
+    assert 0.99 * DELTA <= gdp_delta(EPSILON, mu) <= DELTA
+    released = mech.release(None, np.ones((2, 3)), None, [np.random.default_rng(0)])
+    assert released.gram is None and np.isnan(released.lambda_min)
 
 
 def test_k_column_moment_audit_catches_add_remove_sensitivity():
@@ -315,6 +333,21 @@ def test_pickle_holds_only_released_values():
     )
     copy = pickle.loads(blob)
     assert np.array_equal(copy.predict(X), model.predict(X))
+
+
+def test_naive_bayes_takes_missing_values_and_publishes_released_values():
+    X, y = _frame()
+    X.loc[::7, "age"] = np.nan
+    X.loc[::5, "job"] = None
+    model = _quiet_fit(
+        PrivateNaiveBayes(schema=SCHEMA, epsilon=4.0, noise_random_state=0), X, y
+    )
+    assert model.score(X, y) > 0.6
+    assert np.allclose(model.predict_proba(X.head(5)).sum(axis=1), 1.0)
+    assert is_publishable(model)
+    assert not any(name.startswith("_moment") for name in vars(model))
+    with pytest.warns(PrivacyLeakWarning, match="'hours'"):
+        PrivateNaiveBayes(schema=PublicSchema(bounds={"age": (18, 80)})).fit(X, y)
 
 
 def test_private_grid_search_tunes_within_one_budget():

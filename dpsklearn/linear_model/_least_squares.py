@@ -21,7 +21,7 @@ from .._param_validation import Interval
 from .._validation import check_regression_targets
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
-from ..preprocessing import PublicSchema
+from ..preprocessing import PublicSchema, resolve_classes
 from ._additive_least_squares import ADDITIVE_CONSTRAINTS, AdditiveLeastSquaresMixin
 
 __all__ = ["PrivateLeastSquaresClassifier", "PrivateLinearRegression"]
@@ -176,23 +176,7 @@ class PrivateLeastSquaresClassifier(
             check_classification_targets(y)
         except ValueError as exc:
             raise ValueError(f"y must hold class labels: {exc}") from exc
-        if classes is None:
-            warn_user(
-                "classes is None: the label set is taken from the private "
-                "training labels (classes_ = unique(y)), so a label held by one "
-                "record can appear in the output range. Pass the public label "
-                "set as `classes` or in the schema.",
-                PrivacyLeakWarning,
-            )
-            classes = np.unique(y)
-        classes = np.unique(np.asarray(classes))
-        unseen = np.setdiff1d(np.unique(y), classes)
-        if unseen.size:
-            raise ValueError(
-                f"y contains {unseen.size} label(s) that are not in the given "
-                "classes; every training label must be one of them."
-            )
-        index = np.searchsorted(classes, y)
+        classes, index = resolve_classes(y, classes)
         k = classes.size
         if k <= 2:
             labels = (index == k - 1).astype(np.float64) - 0.5

@@ -166,9 +166,12 @@ def _upper(matrix):
 
 @dataclass(frozen=True)
 class NoisyStatistics:
-    """The three released statistics (all that leaves the private data)."""
+    """The three released statistics (all that leaves the private data).
 
-    gram: np.ndarray
+    ``gram`` is None, and ``lambda_min`` NaN, when not released (share 0).
+    """
+
+    gram: np.ndarray | None
     moment: np.ndarray
     lambda_min: float
 
@@ -256,8 +259,9 @@ class SufficientStatisticsRelease(Mechanism):
         )
         # A Gaussian of L2 sensitivity u (grid units) and noise sigma_u is
         # u^2 / (2 sigma_u^2)-zCDP; each part gets its share of rho.
+        # A part with share 0 is not released (infinite noise, no event).
         self.sigma_units = tuple(
-            u / math.sqrt(2.0 * share * self.rho)
+            u / math.sqrt(2.0 * share * self.rho) if share > 0 else math.inf
             for u, share in zip(self.units, self.shares, strict=True)
         )
 
@@ -291,14 +295,22 @@ class SufficientStatisticsRelease(Mechanism):
     ) -> SufficientStatisticsRelease:
         """Noise of the three releases for a total ``(epsilon, delta)``.
 
-        ``shares`` split the certified ``rho`` (they must be positive and sum
-        to at most 1).
+        ``shares`` split the certified ``rho`` (non-negative, the moment's
+        positive, summing to at most 1); a part whose share is 0 is not
+        released (a moment alone: per-class counts and sums, as naive Bayes
+        needs).
         """
         shares = tuple(float(s) for s in shares)
-        if len(shares) != 3 or min(shares) <= 0 or sum(shares) > 1.0 + 1e-12:
+        if (
+            len(shares) != 3
+            or min(shares) < 0
+            or shares[1] <= 0
+            or sum(shares) > 1.0 + 1e-12
+        ):
             raise ValueError(
-                "shares must be three positive numbers summing to at most 1 "
-                f"(Gram matrix, moment vector, smallest eigenvalue), got {shares!r}."
+                "shares must be three non-negative numbers summing to at most 1, "
+                "the moment's positive (Gram matrix, moment vector, smallest "
+                f"eigenvalue), got {shares!r}."
             )
         rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
         if calibration in ("auto", "gdp"):
@@ -339,6 +351,7 @@ class SufficientStatisticsRelease(Mechanism):
         return [
             GaussianEvent(sigma, units, label=label)
             for sigma, units in zip(self.sigma_units, self.units, strict=True)
+            if math.isfinite(sigma)
         ]
 
     def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
@@ -371,9 +384,9 @@ class SufficientStatisticsRelease(Mechanism):
     # -- the release and its post-processing ---------------------------------
     def release(
         self,
-        gram: ArrayLike,
+        gram: ArrayLike | None,
         moment: ArrayLike,
-        lambda_min: float,
+        lambda_min: float | None,
         noise: NoiseSource,
     ) -> NoisyStatistics:
         """The noisy statistics; ``noise`` is the fit's NoiseSource.
@@ -384,11 +397,18 @@ class SufficientStatisticsRelease(Mechanism):
 
         Each part is rounded to its grid and gets rounded Gaussian noise in
         grid units (the Gaussian mechanism on the integer vector, then
-        rounding: post-processing).
+        rounding: post-processing). A part whose share is 0 is not released
+        (``None`` in, ``None`` or NaN out).
         """
         rng = noise[0]
-        gram = np.asarray(gram, dtype=np.float64)
         moment = np.asarray(moment, np.float64)
+        gram_released = self.shares[0] > 0
+        gram = np.asarray(
+            gram if gram_released else np.zeros((self.n_features,) * 2),
+            dtype=np.float64,
+        )
+        if lambda_min is None or not self.shares[2] > 0:
+            lambda_min = 0.0
         if moment.size != self.dimensions[1] or gram.shape != (self.n_features,) * 2:
             raise ValueError(
                 f"the release is calibrated for {self.n_features} features and "
@@ -403,6 +423,9 @@ class SufficientStatisticsRelease(Mechanism):
             self.sigma_units,
             strict=True,
         ):
+            if not math.isfinite(sigma):  # share 0: not released
+                parts.append(np.full(value.shape, np.nan))
+                continue
             on_grid = np.rint(value / g)
             noisy = on_grid + rounded_gaussian(sigma, on_grid.shape, rng=rng)
             parts.append(noisy * g)
@@ -410,7 +433,9 @@ class SufficientStatisticsRelease(Mechanism):
         noisy_gram[rows, cols] = parts[0]
         noisy_gram[cols, rows] = parts[0]
         return NoisyStatistics(
-            noisy_gram, parts[1].reshape(moment.shape), float(parts[2][0])
+            noisy_gram if gram_released else None,
+            parts[1].reshape(moment.shape),
+            float(parts[2][0]),
         )
 
     def regulariser(self, noisy_lambda_min: float) -> float:
@@ -447,6 +472,8 @@ class SufficientStatisticsRelease(Mechanism):
         semi-definite cone (its negative eigenvalues set to 0), so the system
         is positive definite whenever ``lam > 0``.
         """
+        if statistics.gram is None:
+            raise ValueError("the Gram matrix was not released (its share is 0).")
         lam = self.regulariser(statistics.lambda_min)
         values, vectors = linalg.eigh(statistics.gram, check_finite=False)
         values = np.maximum(values, 0.0) + max(lam, 1e-12)

@@ -5,7 +5,13 @@ Modules: ``_schema.py`` (:class:`PublicSchema`, :func:`resolve_columns`),
 """
 
 from ._additive_map import AdditiveFeatureMap, auto_n_bins
-from ._schema import PublicSchema, column_values, is_missing, resolve_columns
+from ._schema import (
+    PublicSchema,
+    column_values,
+    is_missing,
+    resolve_classes,
+    resolve_columns,
+)
 
 __all__ = [
     "AdditiveFeatureMap",
@@ -13,5 +19,6 @@ __all__ = [
     "auto_n_bins",
     "column_values",
     "is_missing",
+    "resolve_classes",
     "resolve_columns",
 ]

@@ -19,7 +19,13 @@ import numpy as np
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 
-__all__ = ["PublicSchema", "column_values", "is_missing", "resolve_columns"]
+__all__ = [
+    "PublicSchema",
+    "column_values",
+    "is_missing",
+    "resolve_classes",
+    "resolve_columns",
+]
 
 
 class PublicSchema:
@@ -165,3 +171,30 @@ def resolve_columns(
             PrivacyLeakWarning,
         )
     return columns
+
+
+def resolve_classes(y: np.ndarray, classes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The public label set and ``y`` as indices into it.
+
+    ``classes=None`` reads the set from ``y`` with a
+    :class:`~dpsklearn.PrivacyLeakWarning` (a label held by one record would
+    otherwise appear in the output range); a training label outside a given
+    set is refused with a ``ValueError`` (before any spend).
+    """
+    if classes is None:
+        warn_user(
+            "classes is None: the label set is taken from the private "
+            "training labels (classes_ = unique(y)), so a label held by one "
+            "record can appear in the output range. Pass the public label "
+            "set as `classes` or in the schema.",
+            PrivacyLeakWarning,
+        )
+        classes = np.unique(y)
+    classes = np.unique(np.asarray(classes))
+    unseen = np.setdiff1d(np.unique(y), classes)
+    if unseen.size:
+        raise ValueError(
+            f"y contains {unseen.size} label(s) that are not in the given "
+            "classes; every training label must be one of them."
+        )
+    return classes, np.searchsorted(classes, y)
