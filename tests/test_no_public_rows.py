@@ -364,3 +364,27 @@ def test_private_grid_search_tunes_within_one_budget():
         search.fit(X, y)
     assert search.total_epsilon_ <= 2.0
     assert search.best_estimator_.predict(X[:3]).shape == (3,)
+
+
+def test_statistics_functions_estimate_and_spend_from_the_accountant():
+    from dpsklearn.statistics import histogram, mean, quantile, var
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, size=(40_000, 2))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "noise_random_state", PrivacyLeakWarning)
+        assert np.allclose(mean(x, (0, 10), noise_random_state=0), 5.0, atol=0.1)
+        assert np.allclose(
+            var(x[:, 0], (0, 10), noise_random_state=0), 100 / 12, atol=0.3
+        )
+        counts, edges = histogram(x[:, 0], 5, (0, 10), noise_random_state=0)
+        assert np.allclose(counts, 8000, atol=300) and edges[-1] == 10
+        assert np.allclose(quantile(x[:, 0], [0.1, 0.9], (0, 10)), [1, 9], atol=0.2)
+    accountant = PrivacyAccountant(1.5, 1e-5)
+    mean(x, (0, 10), epsilon=1.0, accountant=accountant)
+    with pytest.raises(Exception, match="cannot pay"):
+        var(x, (0, 10), epsilon=1.0, accountant=accountant)
+    with pytest.raises(ValueError, match="range is required"):
+        histogram(x[:, 0], 5)
+    with pytest.raises(ValueError, match="bounds"):
+        mean(x, (3, 3))

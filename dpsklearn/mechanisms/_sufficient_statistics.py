@@ -295,22 +295,22 @@ class SufficientStatisticsRelease(Mechanism):
     ) -> SufficientStatisticsRelease:
         """Noise of the three releases for a total ``(epsilon, delta)``.
 
-        ``shares`` split the certified ``rho`` (non-negative, the moment's
-        positive, summing to at most 1); a part whose share is 0 is not
-        released (a moment alone: per-class counts and sums, as naive Bayes
-        needs).
+        ``shares`` split the certified ``rho`` (non-negative, not all 0,
+        summing to at most 1); a part whose share is 0 is not released (a
+        moment alone: per-class counts and sums, as naive Bayes needs; a
+        Gram matrix alone: a covariance, as PCA needs).
         """
         shares = tuple(float(s) for s in shares)
         if (
             len(shares) != 3
             or min(shares) < 0
-            or shares[1] <= 0
+            or max(shares) <= 0
             or sum(shares) > 1.0 + 1e-12
         ):
             raise ValueError(
                 "shares must be three non-negative numbers summing to at most 1, "
-                "the moment's positive (Gram matrix, moment vector, smallest "
-                f"eigenvalue), got {shares!r}."
+                "not all 0 (Gram matrix, moment vector, smallest eigenvalue), "
+                f"got {shares!r}."
             )
         rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
         if calibration in ("auto", "gdp"):
@@ -385,7 +385,7 @@ class SufficientStatisticsRelease(Mechanism):
     def release(
         self,
         gram: ArrayLike | None,
-        moment: ArrayLike,
+        moment: ArrayLike | None,
         lambda_min: float | None,
         noise: NoiseSource,
     ) -> NoisyStatistics:
@@ -401,6 +401,8 @@ class SufficientStatisticsRelease(Mechanism):
         (``None`` in, ``None`` or NaN out).
         """
         rng = noise[0]
+        if moment is None or not self.shares[1] > 0:
+            moment = np.zeros(self.dimensions[1])
         moment = np.asarray(moment, np.float64)
         gram_released = self.shares[0] > 0
         gram = np.asarray(
