@@ -49,6 +49,7 @@ from dpsklearn import (
     SparseVector,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.decomposition import PrivatePCA, PrivateStandardScaler
 from dpsklearn.model_selection import PrivateGridSearch
 
 
@@ -279,6 +280,8 @@ REGISTRY: list[CheckCase] = [
     CheckCase(PrivateLeastSquaresClassifier(epsilon=1e4, noise_random_state=0)),
     CheckCase(PrivateLinearRegression(epsilon=1e4, noise_random_state=0)),
     CheckCase(PrivateNaiveBayes(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivatePCA(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateStandardScaler(epsilon=1e4, noise_random_state=0)),
     # -- the private search ---------------------------------------------------
     # Over two ERM configurations, with the candidates' and the selection's
     # noise seeded: refits replay the same search, and the released model is

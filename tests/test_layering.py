@@ -48,6 +48,7 @@ RANKS = {
     "erm": 6,
     "linear_model": 6,
     "naive_bayes": 6,
+    "decomposition": 6,
     "statistics": 6,
     "queries": 6,
     "model_selection": 7,

@@ -388,3 +388,29 @@ def test_statistics_functions_estimate_and_spend_from_the_accountant():
         histogram(x[:, 0], 5)
     with pytest.raises(ValueError, match="bounds"):
         mean(x, (3, 3))
+
+
+def test_pca_and_scaler_release_once_and_publish_released_values():
+    from dpsklearn.decomposition import PrivatePCA, PrivateStandardScaler
+
+    rng = np.random.default_rng(4)
+    t = rng.uniform(-1, 1, 30_000)
+    X = np.column_stack([t, t, rng.uniform(-0.2, 0.2, 30_000)])
+    X[::11, 2] = np.nan  # a missing value is scaled to the centre
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "noise_random_state", PrivacyLeakWarning)
+        pca = PrivatePCA(1, bounds=(-1, 1), noise_random_state=0).fit(X)
+        scaler = PrivateStandardScaler(bounds=(-1, 1), noise_random_state=0).fit(X)
+    assert np.allclose(np.abs(pca.components_[0]), [0.707, 0.707, 0], atol=0.05)
+    assert pca.transform(X).shape == (30_000, 1)
+    assert np.allclose(scaler.transform(X)[:, :2].std(axis=0), 1.0, atol=0.05)
+    for model in (pca, scaler):
+        assert is_publishable(model)
+        assert not any(
+            name.startswith("_gram") or name.startswith("_sums") for name in vars(model)
+        )
+    assert len(pca.privacy_mechanism_.event_options("x", "zcdp")[0]) == 1
+    with pytest.warns(PrivacyLeakWarning, match="bounds is None"):
+        PrivatePCA().fit(X)
+    with pytest.raises(ValueError, match="bounds"):
+        PrivateStandardScaler(bounds=(1, 1)).fit(X)
