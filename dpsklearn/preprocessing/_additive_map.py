@@ -143,7 +143,13 @@ class AdditiveFeatureMap:
             else:
                 lo, hi = desc
                 column = np.full(values.shape[0], np.nan)
-                numbers = values[~missing].astype(np.float64)
+                numbers = values[~missing]
+                if numbers.dtype.kind in "fiub":
+                    numbers = numbers.astype(np.float64)
+                else:  # a value that is not a number counts as missing
+                    numbers = pd.to_numeric(
+                        pd.Series(numbers, dtype=object), errors="coerce"
+                    ).to_numpy(np.float64)
                 if self.log_scale[j]:
                     column[~missing] = np.log1p(
                         np.clip(numbers, lo, hi) - lo

@@ -101,15 +101,9 @@ def column_values(X: Any, key: Hashable) -> np.ndarray:
     return np.asarray(X)[:, position]
 
 
-def _is_numeric(values: np.ndarray) -> bool:
-    if values.dtype.kind in "fiub":
-        return True
-    present = values[~is_missing(values)]
-    try:
-        present.astype(np.float64)
-    except (TypeError, ValueError):
-        return False
-    return all(not isinstance(v, str) for v in present[:1000])
+def _has_numeric_dtype(values: np.ndarray) -> bool:
+    """Whether the column's dtype (public schema, not its values) is numeric."""
+    return values.dtype.kind in "fiub"
 
 
 def resolve_columns(
@@ -117,9 +111,10 @@ def resolve_columns(
 ) -> list[tuple[Hashable, str, Any]]:
     """Each column's key, kind and public description, in column order.
 
-    A column is categorical when the schema lists its categories, or when
-    its values are not numbers (strings, a pandas Categorical); numeric
-    otherwise. Bounds and category lists the schema leaves unset are read
+    A column is categorical when the schema lists its categories, numeric
+    when the schema gives its bounds; otherwise its dtype decides (numbers:
+    numeric; strings, objects, a pandas Categorical: categorical), never its
+    values. Bounds and category lists the schema leaves unset are read
     from ``X`` with one :class:`~dpsklearn.PrivacyLeakWarning` naming the
     columns (before any budget is spent; ``docs/privacy_contract.rst``).
     """
@@ -139,7 +134,7 @@ def resolve_columns(
         values = column_values(X, key)
         if key in schema.categories:
             columns.append((key, "categorical", list(schema.categories[key])))
-        elif key in schema.bounds or _is_numeric(values):
+        elif key in schema.bounds or _has_numeric_dtype(values):
             if key in schema.bounds:
                 lo, hi = (float(v) for v in schema.bounds[key])
                 if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
