@@ -208,9 +208,50 @@ def test_label_rows_stay_within_the_bound():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         plan = model._plan(X, y)
-    assert np.max(np.linalg.norm(plan.y, axis=1)) <= plan.mechanism.label_bound + 1e-12
-    assert plan.mechanism.feature_bound == 1.0
-    assert plan.mechanism.n_targets == 3
+    for stage in plan.mechanism.stages:  # linear first, then the bins
+        assert np.max(np.linalg.norm(plan.y, axis=1)) <= stage.label_bound + 1e-12
+        assert stage.feature_bound == 1.0
+        assert stage.n_targets == 3
+
+
+def test_bins_stage_labels_stay_within_the_bound_whatever_stage_one_released(
+    monkeypatch,
+):
+    from dpsklearn.mechanisms import SufficientStatisticsRelease as Release
+
+    X, y = _frame()
+    seen = []
+    original = Release.release
+
+    def spy(self, gram, moment, lambda_min, noise):
+        seen.append(np.asarray(moment))
+        return original(self, gram, moment, lambda_min, noise)
+
+    def wild(self, statistics):  # a wildly wrong first-stage model
+        return np.full(statistics.moment.shape, 1e6), 0.0
+
+    monkeypatch.setattr(Release, "release", spy)
+    monkeypatch.setattr(Release, "solve", wild)
+    model = PrivateLeastSquaresClassifier(schema=SCHEMA, noise_random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        plan = model._plan(X, y)
+        fitted = model._train(plan)
+        residual_rows = []
+        from dpsklearn.mechanisms import accumulate_statistics as real
+
+        def capture(codes, labels, feature_map, n):
+            residual_rows.append(np.asarray(labels))
+            return real(codes, labels, feature_map, n)
+
+        monkeypatch.setattr(
+            "dpsklearn.linear_model._additive_least_squares.accumulate_statistics",
+            capture,
+        )
+        model._release(plan, fitted, [np.random.default_rng(0)])
+    bound = plan.attributes["label_bound_"]
+    assert len(residual_rows) == 2
+    assert np.max(np.linalg.norm(residual_rows[1], axis=1)) <= bound + 1e-12
 
 
 # -- the estimators ----------------------------------------------------------------
@@ -307,6 +348,9 @@ def test_pickle_holds_only_released_values():
     public = {
         "classes_",
         "feature_map_",
+        "bin_map_",
+        "bin_coef_",
+        "bin_regulariser_",
         "n_bins_",
         "label_bound_",
         "coef_",

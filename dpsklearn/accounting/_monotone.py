@@ -114,10 +114,7 @@ def largest_certified(
     return lo
 
 
-
-def largest_within(
-    ok: Callable[[float], bool], lo: float, cap: float = 1e6
-) -> float:
+def largest_within(ok: Callable[[float], bool], lo: float, cap: float = 1e6) -> float:
     """Largest ``x >= lo`` with ``ok(x)``, for ``ok`` true at ``lo`` and monotone.
 
     Doubling until ``ok`` fails (or ``x`` passes ``cap``), then bisection to

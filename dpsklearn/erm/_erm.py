@@ -92,9 +92,7 @@ class _ERMMixin(PrivateEstimatorMixin):
         return isinstance(self.hypotheses, (list, tuple))
 
     def _input_allows_nan(self):
-        return self._given_hypotheses() and all(
-            accepts_nan(h) for h in self.hypotheses
-        )
+        return self._given_hypotheses() and all(accepts_nan(h) for h in self.hypotheses)
 
     def _input_consumer(self):
         return "a hypothesis" if self._given_hypotheses() else "the hypothesis space"

@@ -28,22 +28,29 @@ __all__ = ["PrivateLeastSquaresClassifier", "PrivateLinearRegression"]
 
 _ATTRIBUTES_DOC = """
     feature_map_ : AdditiveFeatureMap
-        The public map (columns, bounds, categories, bins; no data).
+        The public linear map (columns, bounds, categories; no data).
+    bin_map_ : AdditiveFeatureMap or None
+        The public bins of the second stage (None without bins).
     n_bins_ : int
         Bins per numeric column used.
     coef_ : ndarray of shape (n_features_out,) or (n_features_out, n_classes)
-        The released weights on ``feature_map_`` (post-processing of the
-        noisy statistics; the last row is the intercept's).
-    regulariser_ : float
-        AdaSSP's ridge ``lam``, set from the released smallest eigenvalue.
+        The released linear stage's weights on ``feature_map_``
+        (post-processing of the noisy statistics; the last row is the
+        intercept's).
+    bin_coef_ : ndarray or None
+        The released bins stage's weights on ``bin_map_``.
+    regulariser_, bin_regulariser_ : float or None
+        Each stage's AdaSSP ridge ``lam``, set from its released smallest
+        eigenvalue.
     label_bound_ : float
         ``B_y``, the bound on one record's centred label row.
-    privacy_mechanism_ : SufficientStatisticsRelease
+    privacy_mechanism_ : SufficientStatisticsRelease or StagedStatisticsRelease
         The calibrated release (public figures only).
     calibration_ : str
         What certified the Gaussian noise (``"gdp"``: exact Gaussian DP).
-    noise_std_ : (float, float, float)
-        The noise deviations of the Gram matrix, moment and eigenvalue.
+    noise_std_ : tuple
+        The noise deviations of the Gram matrix, moment and eigenvalue (of
+        each stage, with bins).
     accountant_ : PrivacyAccountant
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -86,6 +93,9 @@ class PrivateLeastSquaresClassifier(
         Equal-width bins per numeric column (0: the scaled value only);
         ``"auto"``: :func:`~dpsklearn.preprocessing.auto_n_bins` of the
         number of numeric columns, of rows and ``epsilon`` (public).
+    linear_share : float in (0, 1), default=0.3
+        With bins: the linear stage's share of the budget (the bins fit its
+        residuals with the rest).
     classes : array-like, default=None
         The public label set (else ``schema.classes``; else read from ``y``
         with a :class:`~dpsklearn.PrivacyLeakWarning`).
@@ -136,6 +146,7 @@ class PrivateLeastSquaresClassifier(
         *,
         schema: PublicSchema | None = None,
         n_bins: int | str = "auto",
+        linear_share: float = 0.3,
         classes: ArrayLike | None = None,
         epsilon: float = 1.0,
         delta: float = 1e-5,
@@ -144,6 +155,7 @@ class PrivateLeastSquaresClassifier(
     ) -> None:
         self.schema = schema
         self.n_bins = n_bins
+        self.linear_share = linear_share
         self.classes = classes
         self.epsilon = epsilon
         self.delta = delta
@@ -270,7 +282,13 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         target range; unset ones are read from the rows with a
         :class:`~dpsklearn.PrivacyLeakWarning`.
     n_bins : int or "auto", default="auto"
-        As for :class:`PrivateLeastSquaresClassifier`.
+        As for :class:`PrivateLeastSquaresClassifier`, but ``"auto"`` uses no
+        bins while ``n epsilon < 50,000``: a target's residuals after the
+        linear stage are small against its public range, so the bins stage
+        pays off only with many rows (``docs/no_public_rows.rst``,
+        "Defaults").
+    linear_share : float in (0, 1), default=0.5
+        With bins: the linear stage's share of the budget.
     y_bound : (float, float), default=None
         The public target range (else ``schema.target_range``; else read
         from ``y`` with a :class:`~dpsklearn.PrivacyLeakWarning`).
@@ -304,6 +322,8 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
     """
     )
 
+    _auto_bins_min_n_epsilon = 50_000.0
+
     _parameter_constraints: dict = {
         **ADDITIVE_CONSTRAINTS,
         "y_bound": ["array-like", Interval(Real, 0, None, closed="neither"), None],
@@ -314,6 +334,7 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         *,
         schema: PublicSchema | None = None,
         n_bins: int | str = "auto",
+        linear_share: float = 0.5,
         y_bound: Any = None,
         epsilon: float = 1.0,
         delta: float = 1e-5,
@@ -322,6 +343,7 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
     ) -> None:
         self.schema = schema
         self.n_bins = n_bins
+        self.linear_share = linear_share
         self.y_bound = y_bound
         self.epsilon = epsilon
         self.delta = delta

@@ -182,7 +182,11 @@ class PublicPriorTest(StabilityTest):
             cal, threshold=float(n_teachers // 2 + margin), tail_probability=0.0
         )
         return cls(
-            cal, test.max_unstable, test.fallback, test.fallback_epsilon, margin,
+            cal,
+            test.max_unstable,
+            test.fallback,
+            test.fallback_epsilon,
+            margin,
             disagreement,
         )
 

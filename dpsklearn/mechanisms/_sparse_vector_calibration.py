@@ -322,9 +322,7 @@ def _build(name, epsilon, delta, cutoff, n_fallbacks, share, kind, max_queries):
         route = laplace_route(
             epsilon, delta, cutoff, share if n_fallbacks else 0.0, n_fallbacks, kind
         )
-        cal = _from_route(
-            "laplace", route, route["eps0"], route["composition"], common
-        )
+        cal = _from_route("laplace", route, route["eps0"], route["composition"], common)
     else:  # gaussian
         if max_queries is None:
             return None

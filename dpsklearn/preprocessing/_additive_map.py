@@ -81,6 +81,10 @@ class AdditiveFeatureMap:
     n_bins : int
         Equal-width bins per numeric column (0: the raw value and a missing
         indicator only).
+    part : {"all", "bins"}, default="all"
+        ``"bins"``: the numeric columns' bin and missing slots alone (no
+        categories, raw values or constant; divided by ``sqrt(n_numeric)``),
+        the second stage of a linear-first fit.
 
     Attributes
     ----------
@@ -100,32 +104,44 @@ class AdditiveFeatureMap:
     ((2, 8), True)
     """
 
-    def __init__(self, columns: list[tuple[Hashable, str, Any]], n_bins: int) -> None:
+    def __init__(
+        self, columns: list[tuple[Hashable, str, Any]], n_bins: int, part: str = "all"
+    ) -> None:
         self.columns = list(columns)
         self.n_bins = int(n_bins)
+        self.part = part
+        if part not in ("all", "bins") or (part == "bins" and self.n_bins < 1):
+            raise ValueError(
+                f"part must be 'all', or 'bins' with n_bins >= 1, got {part!r}."
+            )
         self.log_scale = [
             kind == "numeric"
             and desc[0] >= 0
             and desc[1] >= LOG_RANGE_RATIO * max(desc[0], 1)
             for _, kind, desc in self.columns
         ]
+        bins_only = part == "bins"
         widths, names = [], []
         for key, kind, desc in self.columns:
             if kind == "categorical":
-                slots = [f"{key}={level}" for level in desc] + [f"{key}=missing"]
+                slots = [] if bins_only else [f"{key}={v}" for v in desc]
+                slots += [] if bins_only else [f"{key}=missing"]
             elif self.n_bins:
                 slots = [f"{key}:bin{b}" for b in range(self.n_bins)]
-                slots += [f"{key}:missing", f"{key}"]
+                slots += [f"{key}:missing"] + ([] if bins_only else [f"{key}"])
             else:
                 slots = [f"{key}", f"{key}:missing"]
             widths.append(len(slots))
             names += slots
-        self.feature_names = names + ["1"]
+        self.feature_names = names + ([] if bins_only else ["1"])
         self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
-        self.n_features_out = int(self.offsets[-1]) + 1
+        self.n_features_out = len(self.feature_names)
         n_categorical = sum(kind == "categorical" for _, kind, _ in self.columns)
         n_numeric = len(self.columns) - n_categorical
-        squared = 1 + n_categorical + (2 if self.n_bins else 1) * n_numeric
+        if bins_only:
+            squared = max(1, n_numeric)
+        else:
+            squared = 1 + n_categorical + (2 if self.n_bins else 1) * n_numeric
         # Shaded by 2**-50 so rounding never leaves a row above norm 1.
         self.scale = (1.0 - 2.0**-50) / math.sqrt(squared)
 
@@ -168,15 +184,18 @@ class AdditiveFeatureMap:
             start, code = self.offsets[j], codes[:, j]
             missing = np.isnan(code)
             if kind == "categorical":
+                if self.part == "bins":
+                    continue
                 slot = np.where(missing, len(desc), np.nan_to_num(code)).astype(
                     np.int64
                 )
             elif self.n_bins:
                 bins = np.minimum(np.nan_to_num(code) * self.n_bins, self.n_bins - 1)
                 slot = np.where(missing, self.n_bins, bins).astype(np.int64)
-                features[:, start + self.n_bins + 1] = np.where(
-                    missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
-                )
+                if self.part == "all":
+                    features[:, start + self.n_bins + 1] = np.where(
+                        missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
+                    )
             else:
                 features[:, start] = np.where(
                     missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
@@ -186,6 +205,7 @@ class AdditiveFeatureMap:
                 features[rows[keep], start + slot[keep]] = 1.0
                 continue
             features[rows, start + slot] = 1.0
-        features[:, -1] = 1.0
+        if self.part == "all":
+            features[:, -1] = 1.0
         features *= self.scale
         return features
