@@ -41,7 +41,7 @@ RANKS = {
     "mechanisms": 3,
     "_base": 4,
     "teachers": 4,
-    "preprocessing": 4,
+    "preprocessing": 3,
     "planning": 5,
     "ensemble": 6,
     "kernel_ridge": 6,

@@ -42,6 +42,7 @@ from ..mechanisms import (
 from ..preprocessing import (
     AdditiveFeatureMap,
     PublicSchema,
+    TabularInputMixin,
     auto_n_bins,
     resolve_columns,
 )
@@ -59,7 +60,7 @@ ADDITIVE_CONSTRAINTS: dict = {
 }
 
 
-class AdditiveLeastSquaresMixin(PrivateEstimatorMixin):
+class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
     """The fit template's three steps for least squares on the additive map."""
 
     #: ``n_bins="auto"`` uses no bins below this ``n epsilon`` (public).
@@ -75,17 +76,6 @@ class AdditiveLeastSquaresMixin(PrivateEstimatorMixin):
     coef_: np.ndarray
     bin_coef_: np.ndarray | None
     label_bound_: float
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        return tags
-
-    def _input_allows_nan(self):
-        return True  # a missing value goes to its column's missing slot
 
     def _input_consumer(self):
         return f"the additive feature map of {type(self).__name__}"

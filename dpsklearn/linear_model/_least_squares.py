@@ -14,14 +14,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 
-from .._base import PublicLabelsMixin, keeps_live_model
+from .._base import keeps_live_model
 from .._param_validation import Interval
 from .._validation import check_regression_targets
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
-from ..preprocessing import PublicSchema, resolve_classes
+from ..preprocessing import PublicSchema
 from ._additive_least_squares import ADDITIVE_CONSTRAINTS, AdditiveLeastSquaresMixin
 
 __all__ = ["PrivateLeastSquaresClassifier", "PrivateLinearRegression"]
@@ -58,9 +57,9 @@ _ATTRIBUTES_DOC = """
 
 
 class PrivateLeastSquaresClassifier(
-    PublicLabelsMixin, AdditiveLeastSquaresMixin, ClassifierMixin, BaseEstimator
+    AdditiveLeastSquaresMixin, ClassifierMixin, BaseEstimator
 ):
-    (
+    __doc__ = (  # the shared attributes' entries are spliced in
         """A differentially private additive classifier for data with no public rows.
 
     Least squares on one-vs-rest labels over a public additive feature map
@@ -180,15 +179,7 @@ class PrivateLeastSquaresClassifier(
         return self._fit(X, y)
 
     def _plan(self, X, y):
-        classes = self.classes
-        if classes is None and self.schema is not None:
-            classes = self.schema.classes
-        X, y = self._validate_input(X, y, accept_sparse=False)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:
-            raise ValueError(f"y must hold class labels: {exc}") from exc
-        classes, index = resolve_classes(y, classes)
+        X, classes, index = self._validate_labelled_table(X, y)
         k = classes.size
         if k <= 2:
             labels = (index == k - 1).astype(np.float64) - 0.5
@@ -258,7 +249,7 @@ class PrivateLeastSquaresClassifier(
 
 
 class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEstimator):
-    (
+    __doc__ = (  # the shared attributes' entries are spliced in
         """Differentially private linear regression on a public additive map (AdaSSP).
 
     The linear stage of :class:`~dpsklearn.PrivateKernelRidge`'s default on

@@ -27,7 +27,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
@@ -37,7 +36,7 @@ from ..mechanisms import SufficientStatisticsRelease
 from ..preprocessing import (
     AdditiveFeatureMap,
     PublicSchema,
-    resolve_classes,
+    TabularInputMixin,
     resolve_columns,
 )
 
@@ -71,7 +70,9 @@ def _scale(feature_map: AdditiveFeatureMap) -> float:
     return (1.0 - 2.0**-50) / math.sqrt(squared)
 
 
-class PrivateNaiveBayes(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
+class PrivateNaiveBayes(
+    TabularInputMixin, PrivateEstimatorMixin, ClassifierMixin, BaseEstimator
+):
     """Differentially private naive Bayes (Gaussian and categorical columns).
 
     Per class: a Gaussian on each numeric column's scaled value ``t`` and the
@@ -157,17 +158,6 @@ class PrivateNaiveBayes(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.accountant = accountant
         self.noise_random_state = noise_random_state
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        return tags
-
-    def _input_allows_nan(self):
-        return True
-
     @keeps_live_model
     def fit(self, X: Any, y: ArrayLike) -> PrivateNaiveBayes:
         """Release the per-class statistics of ``(X, y)``.
@@ -185,15 +175,7 @@ class PrivateNaiveBayes(PrivateEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _plan(self, X, y):
         self._check_finite_epsilon()
-        X, y = self._validate_input(X, y, accept_sparse=False)
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:
-            raise ValueError(f"y must hold class labels: {exc}") from exc
-        classes = self.classes
-        if classes is None and self.schema is not None:
-            classes = self.schema.classes
-        classes, index = resolve_classes(y, classes)
+        X, classes, index = self._validate_labelled_table(X, y)
         warn_if_delta_large(float(self.delta), X.shape[0])
         feature_map = AdditiveFeatureMap(resolve_columns(X, self.schema), 0)
         kinds = [kind for _, kind, _ in feature_map.columns]

@@ -7,6 +7,7 @@ Modules: ``_schema.py`` (:class:`PublicSchema`, :func:`resolve_columns`),
 from ._additive_map import AdditiveFeatureMap, auto_n_bins
 from ._schema import (
     PublicSchema,
+    TabularInputMixin,
     column_values,
     is_missing,
     resolve_classes,
@@ -16,6 +17,7 @@ from ._schema import (
 __all__ = [
     "AdditiveFeatureMap",
     "PublicSchema",
+    "TabularInputMixin",
     "auto_n_bins",
     "column_values",
     "is_missing",

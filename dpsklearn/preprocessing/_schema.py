@@ -21,6 +21,7 @@ from ..exceptions import PrivacyLeakWarning
 
 __all__ = [
     "PublicSchema",
+    "TabularInputMixin",
     "column_values",
     "is_missing",
     "resolve_classes",
@@ -193,3 +194,47 @@ def resolve_classes(y: np.ndarray, classes: Any) -> tuple[np.ndarray, np.ndarray
             "classes; every training label must be one of them."
         )
     return classes, np.searchsorted(classes, y)
+
+
+class TabularInputMixin:
+    """Estimators that read a table through a public schema.
+
+    Strings, pandas Categoricals and missing values reach the feature map as
+    given (it maps a missing value to its column's own slot or a public
+    fill), so the tags say so; dense input only. For a private estimator
+    (its ``_validate_input``).
+    """
+
+    schema: PublicSchema | None
+    classes: Any
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+    def _input_allows_nan(self) -> bool:
+        return True
+
+    def _validate_labelled_table(self, X: Any, y: Any) -> tuple[Any, np.ndarray, Any]:
+        """``X``, the public classes and ``y`` as indices into them.
+
+        The classes are ``classes``, else the schema's, else read from ``y``
+        with a :class:`~dpsklearn.PrivacyLeakWarning`
+        (:func:`resolve_classes`).
+        """
+        from sklearn.utils.multiclass import check_classification_targets
+
+        X, y = self._validate_input(X, y, accept_sparse=False)  # type: ignore[attr-defined]
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:
+            raise ValueError(f"y must hold class labels: {exc}") from exc
+        classes = self.classes
+        if classes is None and self.schema is not None:
+            classes = self.schema.classes
+        classes, index = resolve_classes(y, classes)
+        return X, classes, index
