@@ -48,6 +48,7 @@ from .exceptions import (
     StudentFitError,
 )
 from .kernel_ridge import PrivateKernelRidge
+from .linear_model import PrivateLeastSquaresClassifier, PrivateLinearRegression
 from .mechanisms import (
     AdaptiveRange,
     ClippedMean,
@@ -62,7 +63,9 @@ from .mechanisms import (
     SufficientStatistics,
 )
 from .model_selection import PrivateGridSearch
+from .naive_bayes import PrivateNaiveBayes
 from .planning import kernel_ridge_schedule
+from .preprocessing import PublicSchema
 from .queries import PrivateStatisticalQueries
 from .serving import BudgetStatus
 
@@ -91,10 +94,14 @@ __all__ = [
     "PrivacyLeakWarning",
     "PrivateGridSearch",
     "PrivateKernelRidge",
+    "PrivateLeastSquaresClassifier",
+    "PrivateLinearRegression",
+    "PrivateNaiveBayes",
     "PrivatePredictionClassifier",
     "PrivatePredictionRegressor",
     "PrivateStatisticalQueries",
     "PublicPrior",
+    "PublicSchema",
     "RepeatAndSelect",
     "SoftLabelHistogram",
     "SoftLabelPrivateRegressor",

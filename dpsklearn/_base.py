@@ -259,7 +259,6 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
-
     def _check_finite_epsilon(self):
         if not math.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")

@@ -268,8 +268,9 @@ def run_demo(n_queries=2000, delta=1e-5, random_state=0, progress=None, full=Fal
         train, test = load_adult(subset="train"), load_adult(subset="test")
         encoder = adult_encoder(train).fit(train.data)
         X_train, X_test = encoder.transform(train.data), encoder.transform(test.data)
-        teacher, student = teacher_estimator, lambda: make_pipeline(
-            StandardScaler(), LogisticRegression(C=0.1)
+        teacher, student = (
+            teacher_estimator,
+            lambda: make_pipeline(StandardScaler(), LogisticRegression(C=0.1)),
         )
     else:
         X_train, X_test, strings, numbers = adult_frames(train, test)

@@ -46,6 +46,10 @@ that the audit has teeth.
   (:class:`~dpsklearn.mechanisms.RepeatedSelection`) that compares and
   releases the candidates' exact validation counts. Audited in
   ``tests/test_audit_selection.py``.
+* :func:`moment_add_remove_sensitivity` -- AdaSSP's moment ``Phi^T Y``
+  (one column per class) calibrated at the add/remove sensitivity ``B_x
+  B_y`` instead of the replace-one ``2 B_x B_y``. Audited in
+  ``tests/test_no_public_rows.py``.
 
 All of the above are vectorised over runs, matching
 :func:`dpsklearn.audit.audit`. The context managers below break a whole
@@ -595,3 +599,21 @@ def erm_utility_sensitivity_halved():
 
     with _patched(ExponentialSelection, "__init__", init):
         yield
+
+
+def moment_add_remove_sensitivity(mechanism):
+    """An AdaSSP release whose moment noise is calibrated at ``B_x B_y``.
+
+    Wang (2018) states the sensitivities for add/remove-one; taking the
+    moment's ``B_x B_y`` under replace-one (whose sensitivity is ``2 B_x
+    B_y``, with ``k`` label columns as with one) halves its noise, and the
+    moment alone then costs four times its share of ``rho``. Audited in
+    ``tests/test_no_public_rows.py``.
+    """
+    import copy
+
+    broken = copy.copy(mechanism)
+    sigma = list(mechanism.sigma_units)
+    sigma[1] = sigma[1] / 2.0
+    broken.sigma_units = tuple(sigma)
+    return broken

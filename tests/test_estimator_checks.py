@@ -39,6 +39,9 @@ from dpsklearn import (
     KnowledgeTransferRegressor,
     OutputPerturbation,
     PrivateKernelRidge,
+    PrivateLeastSquaresClassifier,
+    PrivateLinearRegression,
+    PrivateNaiveBayes,
     PrivatePredictionClassifier,
     PrivatePredictionRegressor,
     PrivateStatisticalQueries,
@@ -47,6 +50,7 @@ from dpsklearn import (
     SparseVector,
     SubsampleAggregateClassifier,
 )
+from dpsklearn.decomposition import PrivatePCA, PrivateStandardScaler
 from dpsklearn.model_selection import PrivateGridSearch
 
 
@@ -290,6 +294,15 @@ REGISTRY: list[CheckCase] = [
     CheckCase(ExponentialMechanismERM(noise_random_state=0)),
     CheckCase(ExponentialMechanismERMRegressor(noise_random_state=0)),
     CheckCase(PrivateStatisticalQueries(noise_random_state=0)),
+    # -- no public rows: least squares on released sufficient statistics ------
+    # A released model (post-processing of one AdaSSP release): deterministic,
+    # free predictions. The large epsilon keeps the noise below the signal of
+    # the checks' small datasets, so the classifier checks see a classifier.
+    CheckCase(PrivateLeastSquaresClassifier(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateLinearRegression(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateNaiveBayes(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivatePCA(epsilon=1e4, noise_random_state=0)),
+    CheckCase(PrivateStandardScaler(epsilon=1e4, noise_random_state=0)),
     # -- the private search ---------------------------------------------------
     # Over two ERM configurations, with the candidates' and the selection's
     # noise seeded: refits replay the same search, and the released model is

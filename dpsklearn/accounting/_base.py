@@ -334,6 +334,7 @@ class BaseAccountant(abc.ABC):
                     f"{self._name()} has no record of this model (id {model_id}); "
                     "it answers nothing rather than start from a fresh state"
                 )
+
             # The stored dicts themselves: a record's state is read-only, and
             # a save stores new dicts (no copy per batch on the serving path).
             def write(new_version, state, secret, row=row):

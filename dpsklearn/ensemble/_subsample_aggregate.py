@@ -385,9 +385,7 @@ PublicPriorTest
             self._warn_if_public_answers_cannot_pass(options, mechanism, n_estimators)
             max_queries = self.max_queries
         else:
-            mechanism, options, n_estimators = self._stability_test(
-                options, n_samples
-            )
+            mechanism, options, n_estimators = self._stability_test(options, n_samples)
             max_queries = self.max_queries
         self._check_shard_size(n_samples, n_estimators)
         abstain_label = abstain_label_for(classes)

@@ -57,6 +57,7 @@ from ..mechanisms import (
     StagedStatisticsRelease,
     SufficientStatistics,
     SufficientStatisticsRelease,
+    accumulate_statistics,
 )
 from ..noise import NoiseSource, make_noise_generators
 from ._kernels import _fourier_frequencies
@@ -128,13 +129,13 @@ def linear_feature_map(X: ArrayLike, row_bound: float) -> NDArray[np.float64]:
 
 def _linear_statistics(X, y, row_bound, working_memory=64.0):
     """``(Psi^T Psi, Psi^T y, lambda_min)`` of the linear stage (non-private)."""
-    p = X.shape[1] + 1
-    gram, moment = np.zeros((p, p)), np.zeros(p)
-    for rows in gen_batches(X.shape[0], _chunk_rows(p, working_memory)):
-        features = linear_feature_map(X[rows], row_bound)
-        gram += features.T @ features
-        moment += features.T @ y[rows]
-    return gram, moment, float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    return accumulate_statistics(
+        X,
+        y,
+        lambda rows: linear_feature_map(rows, row_bound),
+        X.shape[1] + 1,
+        working_memory=working_memory,
+    )
 
 
 def _linear_values(X, coef, row_bound, label_bound, working_memory=64.0):

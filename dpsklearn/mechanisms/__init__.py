@@ -132,6 +132,7 @@ from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import (
     NoisyStatistics,
     SufficientStatisticsRelease,
+    accumulate_statistics,
     gram_sensitivity,
     moment_sensitivity,
 )

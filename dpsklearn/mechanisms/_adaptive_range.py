@@ -483,6 +483,7 @@ class AdaptiveRangeRelease(Mechanism):
         rho, conversion = (None, None)
         if delta > 0:
             rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
+
         def build(share):
             return cls(
                 epsilon,

@@ -128,6 +128,7 @@ class SparseVector(MechanismOptions):
             max_queries=max_queries,
         )
 
+
 class ConfidentGNMax(MechanismOptions):
     """Confident-GNMax (Papernot et al. 2018, "Scalable private learning with PATE").
 
@@ -210,6 +211,7 @@ class ConfidentGNMax(MechanismOptions):
             calibration="auto",
         )
 
+
 class Exponential(MechanismOptions):
     """The exponential mechanism on the teachers' votes, per query.
 
@@ -285,6 +287,7 @@ class Exponential(MechanismOptions):
             calibration="auto",
         )
 
+
 class GNMax(MechanismOptions):
     """The Gaussian noisy argmax of the vote counts, per query (PATE's GNMax).
 
@@ -328,6 +331,7 @@ class GNMax(MechanismOptions):
                 "or use the Exponential mechanism for a pure guarantee."
             )
         return GNMaxRelease.calibrate(epsilon, delta, max_queries, calibration="auto")
+
 
 class SoftLabelHistogram(MechanismOptions):
     """The double stability test on a histogram of soft labels.
@@ -412,6 +416,7 @@ class SoftLabelHistogram(MechanismOptions):
             noisy_mean_share=self.noisy_mean_share,
             max_queries=max_queries,
         )
+
 
 def soft_label_bins(gamma: float) -> int:
     """The number of bins ``1 / gamma``; ``ValueError`` unless an integer >= 2."""

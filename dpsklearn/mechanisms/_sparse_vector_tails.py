@@ -311,9 +311,7 @@ def noise_quantiles(scale: float, noise: str, n_nodes: int) -> np.ndarray:
     b = math.exp(log_b)
     with np.errstate(divide="ignore"):
         negative = np.ceil(np.log(u * (1.0 + b)) / -log_b)
-        positive = np.maximum(
-            0.0, np.ceil(np.log((1.0 - u) * (1.0 + b)) / log_b - 1.0)
-        )
+        positive = np.maximum(0.0, np.ceil(np.log((1.0 - u) * (1.0 + b)) / log_b - 1.0))
     return np.where(u <= b / (1.0 + b), negative, positive)
 
 

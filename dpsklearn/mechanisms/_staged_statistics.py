@@ -100,12 +100,15 @@ class StagedStatisticsRelease(Mechanism):
         label_bound: float,
         stage_shares: Sequence[float],
         shares: Sequence[float] = DEFAULT_SHARES,
+        n_targets: int = 1,
     ) -> StagedStatisticsRelease:
         """One stage per entry of ``n_features``, each with its share of ``rho``.
 
         ``stage_shares`` must be positive and sum to at most 1; ``shares``
         split each stage's part between its Gram matrix, moment and
-        eigenvalue, as for a single stage.
+        eigenvalue, as for a single stage; ``n_targets`` is every stage's
+        number of label columns (its labels' rows bounded by
+        ``label_bound`` in L2).
         """
         stage_shares = tuple(float(s) for s in stage_shares)
         if (
@@ -125,6 +128,7 @@ class StagedStatisticsRelease(Mechanism):
                 feature_bound=feature_bound,
                 label_bound=label_bound,
                 shares=tuple(share * s for s in shares),
+                n_targets=n_targets,
             )
             for width, share in zip(n_features, stage_shares, strict=True)
         ]

@@ -25,6 +25,11 @@ releases is post-processing.
   ``||D||_F``, so its sensitivity is ``sqrt(2) B_x^2`` (the triangle
   inequality gives ``2 B_x^2``; add/remove gives ``B_x^2``);
 * ``Phi^T y`` by ``phi' y' - phi y``: ``2 B_x B_y`` (add/remove ``B_x B_y``);
+  with ``k`` label columns (``Phi^T Y``, one row ``y_i`` of ``Y`` per record,
+  ``||y_i||_2 <= B_y``: one-vs-rest classes, several targets), by ``phi'
+  y'^T - phi y^T``, whose Frobenius norm is at most ``||phi'|| ||y'|| +
+  ||phi|| ||y|| <= 2 B_x B_y`` (each rank-one term has Frobenius norm the
+  product of its factors' norms): the same bound on ``p k`` coordinates;
 * ``lambda_min(Phi^T Phi)`` by at most ``B_x^2`` (Weyl's inequalities:
   ``B = A - phi phi^T`` has ``lambda_min(A) - B_x^2 <= lambda_min(B) <=
   lambda_min(A)``, and ``B + phi' phi'^T`` has ``lambda_min(B) <= . <=
@@ -41,7 +46,7 @@ that the conversion certifies within ``(epsilon, delta)`` goes to each.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +72,7 @@ from ._gaussian_calibration import largest_gaussian_rho
 
 __all__ = [
     "NoisyStatistics",
+    "accumulate_statistics",
     "SufficientStatisticsRelease",
     "gram_sensitivity",
     "moment_sensitivity",
@@ -110,6 +116,44 @@ def moment_sensitivity(feature_bound: float, label_bound: float) -> float:
     return 2.0 * float(feature_bound) * float(label_bound)
 
 
+def accumulate_statistics(
+    X: np.ndarray,
+    targets: np.ndarray,
+    feature_map: Callable[[np.ndarray], np.ndarray],
+    n_features: int,
+    *,
+    working_memory: float = 64.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """The exact ``(Phi^T Phi, Phi^T Y, lambda_min(Phi^T Phi))`` (non-private).
+
+    ``Phi = feature_map(X)`` is built in chunks of rows of at most
+    ``working_memory`` MiB (one matrix product per chunk), so memory does
+    not grow with ``n``. What :meth:`SufficientStatisticsRelease.release`
+    takes; nothing here may leave a fit unreleased.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.mechanisms import accumulate_statistics
+    >>> X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> gram, moment, lam = accumulate_statistics(X, np.array([1.0, -1.0]),
+    ...                                           lambda rows: rows, 2)
+    >>> gram.tolist(), moment.tolist(), lam
+    ([[1.0, 0.0], [0.0, 1.0]], [1.0, -1.0], 1.0)
+    """
+    targets = np.asarray(targets, dtype=np.float64)
+    p = int(n_features)
+    gram = np.zeros((p, p))
+    moment = np.zeros((p,) + targets.shape[1:])
+    chunk = max(1, int(working_memory * 2**20 // (8 * max(1, p))))
+    for start in range(0, X.shape[0], chunk):
+        features = feature_map(X[start : start + chunk])
+        gram += features.T @ features
+        moment += features.T @ targets[start : start + chunk]
+    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+    return gram, moment, lambda_min
+
+
 def _fine_grid_step(sensitivity, n_coordinates):
     """A power of two near ``sensitivity / (1024 sqrt(d))``: rounding adds ~0.1 %."""
     target = sensitivity / (1024.0 * math.sqrt(n_coordinates))
@@ -123,9 +167,12 @@ def _upper(matrix):
 
 @dataclass(frozen=True)
 class NoisyStatistics:
-    """The three released statistics (all that leaves the private data)."""
+    """The three released statistics (all that leaves the private data).
 
-    gram: np.ndarray
+    ``gram`` is None, and ``lambda_min`` NaN, when not released (share 0).
+    """
+
+    gram: np.ndarray | None
     moment: np.ndarray
     lambda_min: float
 
@@ -155,6 +202,10 @@ class SufficientStatisticsRelease(Mechanism):
     failure_probability : float
         The regulariser's confidence parameter (accuracy only; it enters no
         privacy figure).
+    n_targets : int, default=1
+        ``k``, the columns of the moment ``Phi^T Y`` (one per class of a
+        one-vs-rest classifier); ``label_bound`` then bounds the L2 norm of
+        one record's row of ``Y`` (module notes).
 
     Examples
     --------
@@ -178,6 +229,7 @@ class SufficientStatisticsRelease(Mechanism):
         rho: float,
         conversion: str,
         failure_probability: float = 0.05,
+        n_targets: int = 1,
     ) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
@@ -188,13 +240,14 @@ class SufficientStatisticsRelease(Mechanism):
         self.rho = float(rho)
         self.conversion = str(conversion)
         self.failure_probability = float(failure_probability)
+        self.n_targets = int(n_targets)
         p = self.n_features
         self.sensitivities = (
             gram_sensitivity(self.feature_bound),
             moment_sensitivity(self.feature_bound, self.label_bound),
             self.feature_bound**2,
         )
-        self.dimensions = (p * (p + 1) // 2, p, 1)
+        self.dimensions = (p * (p + 1) // 2, p * self.n_targets, 1)
         self.grid_steps = tuple(
             _fine_grid_step(s, d)
             for s, d in zip(self.sensitivities, self.dimensions, strict=True)
@@ -207,8 +260,9 @@ class SufficientStatisticsRelease(Mechanism):
         )
         # A Gaussian of L2 sensitivity u (grid units) and noise sigma_u is
         # u^2 / (2 sigma_u^2)-zCDP; each part gets its share of rho.
+        # A part with share 0 is not released (infinite noise, no event).
         self.sigma_units = tuple(
-            u / math.sqrt(2.0 * share * self.rho)
+            u / math.sqrt(2.0 * share * self.rho) if share > 0 else math.inf
             for u, share in zip(self.units, self.shares, strict=True)
         )
 
@@ -223,6 +277,7 @@ class SufficientStatisticsRelease(Mechanism):
             "shares": ["array-like"],
             "calibration": [StrOptions({"auto", "rdp", "zcdp"})],
             "failure_probability": [OPEN_UNIT],
+            "n_targets": [FINITE_POSITIVE],
         },
         prefer_skip_nested_validation=True,
     )
@@ -237,17 +292,26 @@ class SufficientStatisticsRelease(Mechanism):
         shares: Sequence[float] = DEFAULT_SHARES,
         calibration: str = "auto",
         failure_probability: float = 0.05,
+        n_targets: int = 1,
     ) -> SufficientStatisticsRelease:
         """Noise of the three releases for a total ``(epsilon, delta)``.
 
-        ``shares`` split the certified ``rho`` (they must be positive and sum
-        to at most 1).
+        ``shares`` split the certified ``rho`` (non-negative, not all 0,
+        summing to at most 1); a part whose share is 0 is not released (a
+        moment alone: per-class counts and sums, as naive Bayes needs; a
+        Gram matrix alone: a covariance, as PCA needs).
         """
         shares = tuple(float(s) for s in shares)
-        if len(shares) != 3 or min(shares) <= 0 or sum(shares) > 1.0 + 1e-12:
+        if (
+            len(shares) != 3
+            or min(shares) < 0
+            or max(shares) <= 0
+            or sum(shares) > 1.0 + 1e-12
+        ):
             raise ValueError(
-                "shares must be three positive numbers summing to at most 1 "
-                f"(Gram matrix, moment vector, smallest eigenvalue), got {shares!r}."
+                "shares must be three non-negative numbers summing to at most 1, "
+                "not all 0 (Gram matrix, moment vector, smallest eigenvalue), "
+                f"got {shares!r}."
             )
         rho, conversion = largest_gaussian_rho(epsilon, delta, calibration)
         if calibration in ("auto", "gdp"):
@@ -268,6 +332,7 @@ class SufficientStatisticsRelease(Mechanism):
             rho,
             conversion,
             failure_probability,
+            int(n_targets),
         )
 
     @property
@@ -287,6 +352,7 @@ class SufficientStatisticsRelease(Mechanism):
         return [
             GaussianEvent(sigma, units, label=label)
             for sigma, units in zip(self.sigma_units, self.units, strict=True)
+            if math.isfinite(sigma)
         ]
 
     def privacy_events(self, label: str | None = None) -> list[PrivacyEvent]:
@@ -319,34 +385,61 @@ class SufficientStatisticsRelease(Mechanism):
     # -- the release and its post-processing ---------------------------------
     def release(
         self,
-        gram: ArrayLike,
-        moment: ArrayLike,
-        lambda_min: float,
+        gram: ArrayLike | None,
+        moment: ArrayLike | None,
+        lambda_min: float | None,
         noise: NoiseSource,
     ) -> NoisyStatistics:
         """The noisy statistics; ``noise`` is the fit's NoiseSource.
 
+        ``moment`` is ``Phi^T y`` of shape ``(p,)`` or, with ``n_targets``
+        columns, ``Phi^T Y`` of shape ``(p, k)`` (released flattened, one
+        Gaussian vector; the noisy moment keeps the given shape).
+
         Each part is rounded to its grid and gets rounded Gaussian noise in
         grid units (the Gaussian mechanism on the integer vector, then
-        rounding: post-processing).
+        rounding: post-processing). A part whose share is 0 is not released
+        (``None`` in, ``None`` or NaN out).
         """
         rng = noise[0]
-        gram = np.asarray(gram, dtype=np.float64)
+        if moment is None or not self.shares[1] > 0:
+            moment = np.zeros(self.dimensions[1])
+        moment = np.asarray(moment, np.float64)
+        gram_released = self.shares[0] > 0
+        gram = np.asarray(
+            gram if gram_released else np.zeros((self.n_features,) * 2),
+            dtype=np.float64,
+        )
+        if lambda_min is None or not self.shares[2] > 0:
+            lambda_min = 0.0
+        if moment.size != self.dimensions[1] or gram.shape != (self.n_features,) * 2:
+            raise ValueError(
+                f"the release is calibrated for {self.n_features} features and "
+                f"{self.n_targets} label column(s); got a Gram matrix of shape "
+                f"{gram.shape} and a moment of shape {moment.shape}."
+            )
         upper, (rows, cols) = _upper(gram)
         parts = []
         for value, g, sigma in zip(
-            (upper, np.asarray(moment, np.float64), np.atleast_1d(lambda_min)),
+            (upper, moment.ravel(), np.atleast_1d(lambda_min)),
             self.grid_steps,
             self.sigma_units,
             strict=True,
         ):
+            if not math.isfinite(sigma):  # share 0: not released
+                parts.append(np.full(value.shape, np.nan))
+                continue
             on_grid = np.rint(value / g)
             noisy = on_grid + rounded_gaussian(sigma, on_grid.shape, rng=rng)
             parts.append(noisy * g)
         noisy_gram = np.empty_like(gram)
         noisy_gram[rows, cols] = parts[0]
         noisy_gram[cols, rows] = parts[0]
-        return NoisyStatistics(noisy_gram, parts[1], float(parts[2][0]))
+        return NoisyStatistics(
+            noisy_gram if gram_released else None,
+            parts[1].reshape(moment.shape),
+            float(parts[2][0]),
+        )
 
     def regulariser(self, noisy_lambda_min: float) -> float:
         """The ridge ``lam`` from the released smallest eigenvalue (post-processing).
@@ -382,10 +475,15 @@ class SufficientStatisticsRelease(Mechanism):
         semi-definite cone (its negative eigenvalues set to 0), so the system
         is positive definite whenever ``lam > 0``.
         """
+        if statistics.gram is None:
+            raise ValueError("the Gram matrix was not released (its share is 0).")
         lam = self.regulariser(statistics.lambda_min)
         values, vectors = linalg.eigh(statistics.gram, check_finite=False)
         values = np.maximum(values, 0.0) + max(lam, 1e-12)
-        theta = vectors @ ((vectors.T @ statistics.moment) / values)
+        projected = vectors.T @ statistics.moment
+        if projected.ndim == 2:  # one column of weights per label column
+            values = values[:, None]
+        theta = vectors @ (projected / values)
         return theta, lam
 
     def fitted_attributes(self) -> dict[str, Any]:

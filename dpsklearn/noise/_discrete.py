@@ -257,8 +257,7 @@ class DiscreteNoiseStream:
             raise ValueError(f"scale must be a finite number > 0, got {scale!r}.")
         if distribution not in _SAMPLERS:
             raise ValueError(
-                "distribution must be 'laplace' or 'gaussian', got "
-                f"{distribution!r}."
+                f"distribution must be 'laplace' or 'gaussian', got {distribution!r}."
             )
         self.distribution = distribution
         self.rng = rng

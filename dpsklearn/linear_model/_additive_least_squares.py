@@ -1,0 +1,198 @@
+"""What the additive least-squares estimators share: plan, train, release.
+
+Rows go through the public :class:`~dpsklearn.preprocessing.AdditiveFeatureMap`
+(``||phi(x)|| <= 1``); the labels, centred and bounded by a public ``B_y``,
+form ``Y`` (one column for a target or a binary label, one per class
+otherwise). ``Phi^T Phi``, ``Phi^T Y`` and ``lambda_min(Phi^T Phi)`` are
+released once by :class:`~dpsklearn.mechanisms.SufficientStatisticsRelease`
+(AdaSSP, Wang 2018, Algorithm 2, with the replace-one sensitivities of
+``docs/regression.rst``, "Sufficient-statistics perturbation", and the
+``k``-column moment of its module notes), composed exactly through Gaussian
+DP; the weights ``(G~ + lam I)^-1 b~`` are post-processing, so the fitted
+model is publishable and its predictions are free.
+
+**Linear first, then the bins** (``docs/no_public_rows.rst``): with bins,
+the release runs in two stages on one budget, as
+:class:`~dpsklearn.PrivateKernelRidge`'s linear-first default
+(:class:`~dpsklearn.mechanisms.StagedStatisticsRelease`; ``docs/regression.rst``,
+"Linear first, then the kernel"): the linear map (one-hot categories, the
+scaled values, a constant) with ``linear_share`` of ``rho``, then the bins
+(the ``"bins"`` part of the map) fitted to the residuals of the released
+linear model, each residual row projected onto the ball of radius ``B_y``
+so the second stage has one stage's sensitivities. Gaussian DP composes
+adaptively (Dong, Roth and Su 2022, Corollary 3.3): the whole is one
+``(epsilon, delta)``.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import FitPlan, PrivateEstimatorMixin
+from .._param_validation import HasMethods, Interval, StrOptions
+from .._validation import warn_if_delta_large
+from ..mechanisms import (
+    StagedStatisticsRelease,
+    SufficientStatisticsRelease,
+    accumulate_statistics,
+)
+from ..preprocessing import (
+    AdditiveFeatureMap,
+    PublicSchema,
+    TabularInputMixin,
+    auto_n_bins,
+    resolve_columns,
+)
+
+__all__ = ["ADDITIVE_CONSTRAINTS", "AdditiveLeastSquaresMixin"]
+
+ADDITIVE_CONSTRAINTS: dict = {
+    "schema": [PublicSchema, None],
+    "n_bins": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+    "linear_share": [Interval(Real, 0, 1, closed="neither")],
+    "epsilon": [Interval(Real, 0, None, closed="neither")],
+    "delta": [Interval(Real, 0, 1, closed="neither")],
+    "accountant": [HasMethods(["spend", "spend_events", "can_spend"]), None],
+    "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
+}
+
+
+class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
+    """The fit template's three steps for least squares on the additive map."""
+
+    #: ``n_bins="auto"`` uses no bins below this ``n epsilon`` (public).
+    _auto_bins_min_n_epsilon: float = 0.0
+
+    schema: PublicSchema | None
+    n_bins: int | str
+    linear_share: float
+    epsilon: float
+    delta: float
+    feature_map_: AdditiveFeatureMap
+    bin_map_: AdditiveFeatureMap | None
+    coef_: np.ndarray
+    bin_coef_: np.ndarray | None
+    label_bound_: float
+
+    def _input_consumer(self):
+        return f"the additive feature map of {type(self).__name__}"
+
+    __dpsklearn_publishable__ = True  # the released weights are the model
+
+    def _feature_maps(self, X) -> tuple[AdditiveFeatureMap, AdditiveFeatureMap | None]:
+        """The public maps: the linear stage's and, with bins, the bins stage's."""
+        columns = resolve_columns(X, self.schema)
+        n_numeric = sum(kind == "numeric" for _, kind, _ in columns)
+        if self.n_bins == "auto":
+            n_bins = auto_n_bins(n_numeric, X.shape[0], self.epsilon)
+            if X.shape[0] * self.epsilon < self._auto_bins_min_n_epsilon:
+                n_bins = 0
+        else:
+            n_bins = int(self.n_bins)
+        if n_bins == 0 or n_numeric == 0:
+            return AdditiveFeatureMap(columns, 0), None
+        return AdditiveFeatureMap(columns, 0), AdditiveFeatureMap(
+            columns, n_bins, "bins"
+        )
+
+    def _plan_release(self, X, labels, label_bound, attributes) -> FitPlan:
+        """Calibrate the release for the maps and ``labels`` (``(n,)`` or ``(n, k)``).
+
+        Without bins, one AdaSSP release on the linear map; with bins, two
+        stages on one budget (``docs/no_public_rows.rst``, "Linear first,
+        then the bins"): the linear map with ``linear_share`` of ``rho``,
+        then the bins on its residuals with the rest.
+        """
+        self._check_finite_epsilon()
+        warn_if_delta_large(float(self.delta), X.shape[0])
+        linear_map, bin_map = self._feature_maps(X)
+        n_targets = 1 if labels.ndim == 1 else labels.shape[1]
+        mechanism: SufficientStatisticsRelease | StagedStatisticsRelease
+        if bin_map is None:
+            mechanism = SufficientStatisticsRelease.calibrate(
+                self.epsilon,
+                self.delta,
+                n_features=linear_map.n_features_out,
+                feature_bound=1.0,
+                label_bound=float(label_bound),
+                n_targets=n_targets,
+            )
+        else:
+            share = float(self.linear_share)
+            mechanism = StagedStatisticsRelease.calibrate(
+                self.epsilon,
+                self.delta,
+                n_features=(linear_map.n_features_out, bin_map.n_features_out),
+                feature_bound=1.0,
+                label_bound=float(label_bound),
+                stage_shares=(share, 1.0 - share),
+                n_targets=n_targets,
+            )
+        return FitPlan(
+            mechanism,
+            X,
+            labels,
+            delta=self.delta,
+            training={"maps": (linear_map, bin_map)},
+            serving={"released": True},
+            attributes={
+                **attributes,
+                "feature_map_": linear_map,
+                "bin_map_": bin_map,
+                "n_bins_": 0 if bin_map is None else bin_map.n_bins,
+                "label_bound_": float(label_bound),
+            },
+        )
+
+    def _train(self, plan):
+        # Non-private until _release replaces them by their noisy releases:
+        # the bins stage's labels wait for the linear stage's release.
+        linear_map, _ = plan.training["maps"]
+        return {"_codes": linear_map.encode(plan.X), "_labels": plan.y}
+
+    def _release(self, plan, fitted, noise):
+        # Only the weights solved from the noisy statistics leave the fit.
+        codes, labels = fitted.pop("_codes"), fitted.pop("_labels")
+        linear_map, bin_map = plan.training["maps"]
+        bound = plan.attributes["label_bound_"]
+        stages = getattr(plan.mechanism, "stages", (plan.mechanism,))
+        statistics = accumulate_statistics(
+            codes, labels, linear_map.transform, linear_map.n_features_out
+        )
+        coef, regulariser = stages[0].solve(stages[0].release(*statistics, noise))
+        fitted.update(coef_=coef, regulariser_=regulariser)
+        fitted.update(bin_coef_=None, bin_regulariser_=None)
+        if bin_map is None:
+            return
+        # Residuals of the released linear model, each row projected onto the
+        # ball of radius B_y: the bins stage has a single stage's
+        # sensitivities whatever the first stage released.
+        fitted_values = _project_rows(linear_map.transform(codes) @ coef, bound)
+        residuals = _project_rows(labels - fitted_values, bound)
+        statistics = accumulate_statistics(
+            codes, residuals, bin_map.transform, bin_map.n_features_out
+        )
+        coef, regulariser = stages[1].solve(stages[1].release(*statistics, noise))
+        fitted.update(bin_coef_=coef, bin_regulariser_=regulariser)
+
+    def _scores(self, X) -> np.ndarray:
+        """The released model's scores of query rows (post-processing)."""
+        check_is_fitted(self)
+        X = self._validate_input(X, reset=False, accept_sparse=False)
+        codes = self.feature_map_.encode(X)
+        scores = self.feature_map_.transform(codes) @ self.coef_
+        if self.bin_map_ is None or self.bin_coef_ is None:
+            return scores
+        scores = _project_rows(scores, self.label_bound_)
+        return scores + self.bin_map_.transform(codes) @ self.bin_coef_
+
+
+def _project_rows(values: np.ndarray, bound: float) -> np.ndarray:
+    """Each row (or value) scaled onto the L2 ball of radius ``bound``."""
+    if values.ndim == 1:
+        return np.clip(values, -bound, bound)
+    norms = np.linalg.norm(values, axis=1, keepdims=True)
+    return values * np.minimum(1.0, bound / np.maximum(norms, 1e-300))
