@@ -223,7 +223,10 @@ def load_table(name):
             if k not in categories
         }
     else:
-        loader = {"wages": datasets.load_cps_wages, "food": datasets.load_budget_food}
+        from _budget_food import load_budget_food
+        from _wages import load_cps_wages
+
+        loader = {"wages": load_cps_wages, "food": load_budget_food}
         bunch = loader[name.replace("_quick", "")]()
         frame, bounds, categories = _regroup_onehot(
             bunch.data, bunch.feature_names, bunch.feature_bounds

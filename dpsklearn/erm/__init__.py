@@ -15,6 +15,5 @@ __all__ = [
     "DecisionStumps",
     "ExponentialMechanismERM",
     "ExponentialMechanismERMRegressor",
-    "HypothesisSpace",
     "Thresholds",
 ]

@@ -36,7 +36,4 @@ from ._grid import (
 )
 from ._selection import exponential_mechanism, project_to_simplex, repeated_candidates
 
-__all__ = [
-    "discrete_gaussian",
-    "discrete_laplace",
-]
+__all__: list[str] = []

@@ -17,10 +17,4 @@ from ._schema import (
 __all__ = [
     "AdditiveFeatureMap",
     "PublicSchema",
-    "TabularInputMixin",
-    "auto_n_bins",
-    "column_values",
-    "is_missing",
-    "resolve_classes",
-    "resolve_columns",
 ]

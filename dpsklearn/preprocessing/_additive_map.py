@@ -29,7 +29,6 @@ from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from ._schema import column_values, is_missing
@@ -147,6 +146,8 @@ class AdditiveFeatureMap:
 
     def encode(self, X: Any) -> NDArray[np.float64]:
         """Per column: ``t`` in [0, 1] or a category index; NaN if missing."""
+        import pandas as pd  # for mixed-type columns; dpsklearn imports without it
+
         codes = np.empty((X.shape[0], len(self.columns)))
         for j, (key, kind, desc) in enumerate(self.columns):
             values = column_values(X, key)

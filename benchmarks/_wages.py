@@ -7,7 +7,7 @@ import math
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._rdatasets import one_hot, read_rdataset
+from dpsklearn.datasets import one_hot, read_rdataset
 
 __all__ = ["load_cps_wages"]
 
@@ -51,7 +51,7 @@ def load_cps_wages() -> Bunch:
 
     Examples
     --------
-    >>> from dpsklearn.datasets import load_cps_wages
+    >>> from _wages import load_cps_wages  # benchmarks/ on sys.path
     >>> wages = load_cps_wages()
     >>> wages.data.shape
     (28155, 12)

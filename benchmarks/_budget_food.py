@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._rdatasets import one_hot, read_rdataset
+from dpsklearn.datasets import one_hot, read_rdataset
 
 __all__ = ["load_budget_food"]
 
@@ -48,7 +48,7 @@ def load_budget_food() -> Bunch:
 
     Examples
     --------
-    >>> from dpsklearn.datasets import load_budget_food
+    >>> from _budget_food import load_budget_food  # benchmarks/ on sys.path
     >>> food = load_budget_food()
     >>> food.data.shape
     (23971, 10)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._flights import CATEGORIES, NUMERIC_FEATURES
-from ._rdatasets import one_hot, read_rdataset
+from dpsklearn.datasets import one_hot, read_rdataset
+from dpsklearn.datasets._flights import CATEGORIES, NUMERIC_FEATURES
 
 __all__ = ["load_flight_delays"]
 
@@ -51,7 +51,7 @@ def load_flight_delays() -> Bunch:
 
     Examples
     --------
-    >>> from dpsklearn.datasets import load_flight_delays
+    >>> from _flight_delays import load_flight_delays  # benchmarks/ on sys.path
     >>> delays = load_flight_delays()
     >>> delays.data.shape
     (327346, 26)
