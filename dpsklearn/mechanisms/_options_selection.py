@@ -77,7 +77,16 @@ class RepeatAndSelect(MechanismOptions):
         self.tolerance = tolerance
 
     def resolved_mean_runs(self, n_configurations: int) -> float:
-        """``mean_runs``, or twice the number of configurations."""
+        """``mean_runs``, or twice the number of configurations.
+
+        Parameters
+        ----------
+        n_configurations : int
+
+        Returns
+        -------
+        mean_runs : float
+        """
         if self.mean_runs is None:
             return 2.0 * n_configurations
         return float(self.mean_runs)
@@ -92,7 +101,30 @@ class RepeatAndSelect(MechanismOptions):
         n_validation: int,
         **public: Any,
     ) -> RepeatedSelection:
-        """The calibrated selection: the largest per-candidate epsilon that fits."""
+        """The calibrated selection: the largest per-candidate epsilon that fits.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        events_at : callable
+            ``events_at(eps_c)``: one candidate's events at a per-candidate
+            epsilon.
+        n_configurations : int
+            The candidates in the search.
+        n_validation : int
+            The private validation rows each run scores on.
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : RepeatedSelection
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         mean_runs = self.resolved_mean_runs(n_configurations)
         sigma = self.score_sigma or RepeatedSelection.default_score_sigma(
             epsilon,

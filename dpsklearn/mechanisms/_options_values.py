@@ -80,7 +80,30 @@ class ClippedMean(MechanismOptions):
         n_teachers: int,
         **public: Any,
     ) -> GridLaplaceRelease | GridGaussianRelease:
-        """The calibrated per-query release of the clipped mean."""
+        """The calibrated per-query release of the clipped mean.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        target_range : tuple of float
+            The public ``(lo, hi)`` range of the answers.
+        n_teachers : int
+            The number of teachers k.
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : GridLaplaceRelease | GridGaussianRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         if self.noise == "gaussian" and not delta > 0:
             raise ValueError(
                 "noise='gaussian' needs delta > 0 (a Gaussian release has no "
@@ -183,7 +206,30 @@ class AdaptiveRange(MechanismOptions):
         n_teachers: int,
         **public: Any,
     ) -> AdaptiveRangeRelease:
-        """The calibrated range and per-query answers."""
+        """The calibrated range and per-query answers.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        target_range : tuple of float
+            The public ``(lo, hi)`` range of the answers.
+        n_teachers : int
+            The number of teachers k.
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : AdaptiveRangeRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return AdaptiveRangeRelease.calibrate(
             epsilon,
             delta,
@@ -273,7 +319,36 @@ class OutputPerturbation(MechanismOptions):
         max_queries: int | None = None,
         **public: Any,
     ) -> GridLaplaceRelease | WeightRelease:
-        """The calibrated release for the resolved number of shards."""
+        """The calibrated release for the resolved number of shards.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        kappa : float
+            ``sup_x sqrt(K(x, x))`` of the kernel (or of the feature map).
+        y_bound : float
+            ``M``: targets (centred) lie in ``[-M, M]``.
+        alpha : float
+            The per-sample ridge penalty.
+        n_samples : int
+            Training rows (public).
+        n_shards : int
+            Shards whose solutions are averaged.
+        max_queries : int or None, default=None
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : GridLaplaceRelease | WeightRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         if self.release == "predictions":
             if max_queries is None:
                 raise ValueError(
@@ -400,6 +475,28 @@ class SufficientStatistics(MechanismOptions):
 
         With ``linear_share > 0`` and ``n_linear_features`` given (``d + 1``),
         two stages: the linear one, then the random features.
+
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        n_features : int
+            Columns of the mapped rows.
+        label_bound : float
+            ``B_y``: labels are clipped to ``[-B_y, B_y]``.
+        n_linear_features : int, default=None
+            ``d + 1`` for the linear stage (None: one stage).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : SufficientStatisticsRelease | StagedStatisticsRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
         """
         if not delta > 0:
             raise ValueError(

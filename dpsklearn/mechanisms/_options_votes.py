@@ -117,7 +117,28 @@ class SparseVector(MechanismOptions):
         max_queries: int | None = None,
         **public: Any,
     ) -> StabilityTest:
-        """The calibrated test for ``T = max_unstable`` (resolved by the estimator)."""
+        """The calibrated test for ``T = max_unstable`` (resolved by the estimator).
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_unstable : int
+            T, resolved by the estimator: the failed tests before the model halts.
+        max_queries : int or None, default=None
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : StabilityTest
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return StabilityTest.calibrate(
             epsilon,
             delta,
@@ -180,7 +201,17 @@ class ConfidentGNMax(MechanismOptions):
     abstains = True
 
     def answers_paid_for(self, max_queries: int) -> int:
-        """``max_answers``, or ``max_queries`` when it is None; checked against it."""
+        """``max_answers``, or ``max_queries`` when it is None; checked against it.
+
+        Parameters
+        ----------
+        max_queries : int
+            The threshold checks paid for.
+
+        Returns
+        -------
+        max_answers : int
+        """
         if self.max_answers is None:
             return int(max_queries)
         if self.max_answers > max_queries:
@@ -200,7 +231,30 @@ class ConfidentGNMax(MechanismOptions):
         n_classes: int,
         **public: Any,
     ) -> ConfidentGNMaxRelease:
-        """The calibrated mechanism for ``max_queries`` checks."""
+        """The calibrated mechanism for ``max_queries`` checks.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        n_teachers : int
+            The number of teachers k.
+        n_classes : int
+            The size of the public label set.
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : ConfidentGNMaxRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return ConfidentGNMaxRelease.calibrate(
             epsilon,
             delta,
@@ -263,7 +317,21 @@ class Exponential(MechanismOptions):
     def epsilon_per_query(
         self, epsilon: float, delta: float, max_queries: int
     ) -> float:
-        """``eps_q`` before the number of teachers is known (for ``"auto"`` k)."""
+        """The per-query epsilon before the number of teachers is known.
+
+        For ``n_estimators="auto"``.
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            The whole release's budget.
+        max_queries : int
+            The answers it pays for.
+
+        Returns
+        -------
+        epsilon_per_query : float
+        """
         eps_q, _ = SoftMajority.epsilon_per_query_for(epsilon, delta, max_queries)
         return eps_q
 
@@ -277,7 +345,30 @@ class Exponential(MechanismOptions):
         n_classes: int,
         **public: Any,
     ) -> SoftMajority:
-        """The calibrated per-query mechanism."""
+        """The calibrated per-query mechanism.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        n_teachers : int
+            The number of teachers k.
+        n_classes : int
+            The size of the public label set.
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : SoftMajority
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return SoftMajority.calibrate(
             epsilon,
             delta,
@@ -323,7 +414,26 @@ class GNMax(MechanismOptions):
     def calibrate(
         self, epsilon: float, delta: float, *, max_queries: int, **public: Any
     ) -> GNMaxRelease:
-        """The calibrated per-query Gaussian mechanism."""
+        """The calibrated per-query Gaussian mechanism.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : GNMaxRelease
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         if not delta > 0:
             raise ValueError(
                 "delta=0 is not allowed with mechanism GNMax: the Gaussian "
@@ -394,7 +504,12 @@ class SoftLabelHistogram(MechanismOptions):
         return self.fallback == "midpoint"
 
     def n_bins(self) -> int:
-        """``1 / gamma`` as an integer >= 2 (``ValueError`` naming ``gamma``)."""
+        """``1 / gamma`` as an integer >= 2 (``ValueError`` naming ``gamma``).
+
+        Returns
+        -------
+        n_bins : int
+        """
         return soft_label_bins(self.gamma)
 
     def calibrate(
@@ -405,7 +520,26 @@ class SoftLabelHistogram(MechanismOptions):
         max_queries: int | None = None,
         **public: Any,
     ) -> SoftLabelTest:
-        """The calibrated double test."""
+        """The calibrated double test.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int or None, default=None
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : SoftLabelTest
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return SoftLabelTest.calibrate(
             epsilon,
             delta,

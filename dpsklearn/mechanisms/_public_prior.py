@@ -312,7 +312,19 @@ class PublicPrior(MechanismOptions):
         )
 
     def public_indices(self, X: Any, classes: np.ndarray) -> np.ndarray:
-        """The public model's answers as indices into ``classes`` (-1: no class)."""
+        """The public model's answers as indices into ``classes`` (-1: no class).
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame, sparse matrix}
+            Public query rows.
+        classes : ndarray
+            The estimator's public label set, sorted.
+
+        Returns
+        -------
+        indices : ndarray of int
+        """
         answers = np.asarray(self.public_model.predict(X))
         index = np.searchsorted(classes, answers)
         index = np.clip(index, 0, len(classes) - 1)
@@ -327,7 +339,28 @@ class PublicPrior(MechanismOptions):
         max_queries: int | None = None,
         **public: Any,
     ) -> PublicPriorTest:
-        """The calibrated test for ``k = n_teachers``."""
+        """The calibrated test for ``k = n_teachers``.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        n_teachers : int
+            The number of teachers k.
+        max_queries : int or None, default=None
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : PublicPriorTest
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
         return PublicPriorTest.calibrate(
             epsilon,
             delta,

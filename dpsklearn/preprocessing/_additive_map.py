@@ -145,7 +145,17 @@ class AdditiveFeatureMap:
         self.scale = (1.0 - 2.0**-50) / math.sqrt(squared)
 
     def encode(self, X: Any) -> NDArray[np.float64]:
-        """Per column: ``t`` in [0, 1] or a category index; NaN if missing."""
+        """Per column: ``t`` in [0, 1] or a category index; NaN if missing.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame} of shape (n_samples, n_columns)
+            Rows in the schema's columns (strings, categoricals, numbers).
+
+        Returns
+        -------
+        codes : ndarray of shape (n_samples, n_columns)
+        """
         import pandas as pd  # for mixed-type columns; dpsklearn imports without it
 
         codes = np.empty((X.shape[0], len(self.columns)))
@@ -177,7 +187,17 @@ class AdditiveFeatureMap:
         return codes
 
     def transform(self, codes: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The features of encoded rows (each row's norm at most 1)."""
+        """The features of encoded rows (each row's norm at most 1).
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_samples, n_columns)
+            What :meth:`encode` returned.
+
+        Returns
+        -------
+        features : ndarray of shape (n_samples, n_features_out)
+        """
         n = codes.shape[0]
         features = np.zeros((n, self.n_features_out))
         rows = np.arange(n)

@@ -153,7 +153,22 @@ def var(
     """Private variance of each column, clipped to public ``bounds``.
 
     ``E[t^2] - E[t]^2`` of the released sums, floored at 0, in the units of
-    ``x``. Parameters as for :func:`mean`.
+    ``x``.
+
+    Parameters
+    ----------
+    x : array-like of shape (n_samples,) or (n_samples, n_columns)
+    bounds : (lower, upper) or array of shape (2, n_columns)
+        Public; values are clipped to them.
+    epsilon, delta : float
+    accountant : PrivacyAccountant, default=None
+        Pays for the release when given.
+    noise_random_state : int, default=None
+        Seeds the noise (tests and experiments only; warns).
+
+    Returns
+    -------
+    var : float or ndarray of shape (n_columns,)
 
     Examples
     --------
