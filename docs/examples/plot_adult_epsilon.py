@@ -130,7 +130,7 @@ def answer(model):
         if answered.any()
         else np.nan,
         "acc_all": np.mean(answered & (labels == y_query)),
-        # A model that halts before the last query abstains on the rest.
+        # A model that halts before the last query leaves the rest to the student.
         "halted_after": status.n_served
         if status.halted and status.n_served < len(y_query)
         else None,
