@@ -72,6 +72,7 @@ from dpsklearn.baselines import base_rate, teacher_majority_vote  # noqa: E402
 from dpsklearn.teachers import clear_teacher_cache  # noqa: E402
 
 CLASSES = ["<=50K", ">50K"]
+SECTIONS = ("cross_validation", "grid_search", "predict_batch", "side_by_side")
 ESTIMATORS = {
     "PrivatePredictionClassifier": PrivatePredictionClassifier,
     "SubsampleAggregateClassifier": SubsampleAggregateClassifier,
@@ -282,10 +283,18 @@ def side_by_side(quick, epsilons, n_queries, seeds):
 
 
 def main(argv=None):
+    def add_arguments(parser):
+        parser.add_argument(
+            "--only",
+            choices=SECTIONS,
+            help="re-run one section, keeping the others from the JSON in --out",
+        )
+
     args = cli(
         __doc__,
         argv,
         quick_help="3,000 Adult rows, 3 folds, epsilon {1, 4}, Adult only (<1 min)",
+        add_arguments=add_arguments,
     )
     X, y, X_test, y_test, strings = _adult()
     if args.quick:
@@ -295,23 +304,33 @@ def main(argv=None):
         cv_sizes, cv, search_rows = [8000, len(y)], 5, len(y)
         grid = [0.5, 1.0, 2.0, 4.0, 8.0]
         batch_rows, epsilons, seeds = len(y), [0.5, 1.0], [0, 1]
-    results = {"environment": environment(), "quick": args.quick}
-    results["cross_validation"] = [
-        cross_validation(X, y, strings, n, cv) for n in cv_sizes
-    ]
-    print(results["cross_validation"], flush=True)
-    results["grid_search"] = [
-        grid_search(name, X.iloc[:search_rows], y[:search_rows], strings, grid, cv)
-        for name in ESTIMATORS
-    ]
-    print(results["grid_search"], flush=True)
-    results["predict_batch"] = predict_batch(
-        X, y, X_test, y_test, strings, batch_rows, 2000 if not args.quick else 500
-    )
-    results["side_by_side"] = side_by_side(
-        args.quick, epsilons, 2000 if not args.quick else 300, seeds
-    )
     name = "sklearn_habits"
+    results = {"environment": environment(), "quick": args.quick}
+    if args.only:
+        import json
+
+        kept = json.loads((args.out / f"{name}.json").read_text())
+        results = {**kept, "environment_" + args.only: results["environment"]}
+    run = {section: args.only in (None, section) for section in SECTIONS}
+    if run["cross_validation"]:
+        results["cross_validation"] = [
+            cross_validation(X, y, strings, n, cv) for n in cv_sizes
+        ]
+        print(results["cross_validation"], flush=True)
+    if run["grid_search"]:
+        results["grid_search"] = [
+            grid_search(name_, X.iloc[:search_rows], y[:search_rows], strings, grid, cv)
+            for name_ in ESTIMATORS
+        ]
+        print(results["grid_search"], flush=True)
+    if run["predict_batch"]:
+        results["predict_batch"] = predict_batch(
+            X, y, X_test, y_test, strings, batch_rows, 2000 if not args.quick else 500
+        )
+    if run["side_by_side"]:
+        results["side_by_side"] = side_by_side(
+            args.quick, epsilons, 2000 if not args.quick else 300, seeds
+        )
     write_json(args.out / f"{name}.json", results)
     write_markdown(args.out / f"{name}.md", _markdown(results))
     return 0

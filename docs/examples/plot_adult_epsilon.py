@@ -109,16 +109,18 @@ for epsilon in [1, 2, 4, 8, 16]:
 # The same ``random_state`` gives the same shards and teachers at every
 # epsilon (the fit reuses them), so only the privacy mechanism changes along
 # the curve. With ``SparseVector(fallback="abstain")`` every failed test is
-# an abstention, so the answered queries are exactly those that passed; once
-# the model halts it abstains on every further query with
-# ``abstain_label_`` (here ``"abstain"``, the label set being strings).
+# an abstention, so the privately answered queries are exactly those that
+# passed; once the model halts, the mechanism answers nothing more. Those
+# rows get the answer of a student fitted on the released answers (free,
+# post-processing); ``return_source=True`` tells them apart, and the curve
+# below counts only the mechanism's own answers.
 
 
 def answer(model):
     """Fit ``model``, answer the 1,000 queries, and summarise what it released."""
     model.fit(X_train, y_train)
-    labels, abstained = model.predict(X_query, return_abstained=True)
-    answered = ~abstained
+    labels, source = model.predict(X_query, return_source=True)
+    answered = source == "private"
     status = model.budget_status()
     return {
         "mechanism": type(model.mechanism_).__name__,
@@ -128,7 +130,7 @@ def answer(model):
         if answered.any()
         else np.nan,
         "acc_all": np.mean(answered & (labels == y_query)),
-        # A model that halts before the last query abstains on the rest.
+        # A model that halts before the last query leaves the rest to the student.
         "halted_after": status.n_served
         if status.halted and status.n_served < len(y_query)
         else None,

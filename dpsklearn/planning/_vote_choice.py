@@ -5,9 +5,9 @@ classes, ``epsilon``, ``delta``, the planned queries) and a stated prior on
 the teachers' votes, the accuracy over *all* the planned queries of each
 mechanism :class:`~dpsklearn.SubsampleAggregateClassifier` can run:
 
-* the **sparse vector stability test** (its planner,
-  :func:`~dpsklearn.planning.plan_stability_test`; a passed query gets the
-  majority, free);
+* the **sparse vector stability test** with its default options (its
+  planner, :func:`~dpsklearn.planning.plan_stability_test`, at ``T = 100``;
+  a passed query gets the majority, free);
 * **Confident-GNMax** at ``max_answers`` = the planned queries and its
   halves down to an eighth (the threshold check, then the Gaussian noisy
   argmax);
@@ -245,9 +245,13 @@ def plan_vote_mechanisms(
     p = np.exp(log_softmax(eps_q * counts / 2.0, axis=1)[:, 0])
     plans.append(_row("exponential", k, None, False, 1.0, float(weights @ p), m, c))
     # The stability test (its planner; a pass releases the majority).
+    # At the default options' T (the one SparseVector() runs): one
+    # calibration, not the planner's eleven.
+    default = SparseVector()
     stability = plan_stability_test(
-        int(n_samples), m, float(epsilon), float(delta), unstable_fraction=0.05,
-        fallback="noisy_max", n_estimators=n_estimators,
+        int(n_samples), m, float(epsilon), float(delta),
+        unstable_fraction=default.unstable_fraction, fallback=default.fallback,
+        n_estimators=n_estimators, max_unstable=default.max_unstable,
     )[0]
     plans.append(
         _row(
