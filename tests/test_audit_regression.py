@@ -132,7 +132,9 @@ def _gaussian_model(nb, epsilon, n_queries, seed=None):
         epsilon=epsilon,
         delta=GAUSS_DELTA,
         max_queries=n_queries,
-        mechanism=ClippedMean(noise="gaussian"),
+        # The stated spread (the most a target in (0, 1) can have) only lets
+        # fit serve the audit's answers; the calibration does not read it.
+        mechanism=ClippedMean(noise="gaussian", target_std=0.5),
         target_range=(0.0, 1.0),
         random_state=0,
         noise_random_state=seed,

@@ -87,6 +87,7 @@ EPS_Q_TABLE = [
 ]
 
 
+@pytest.mark.usefixtures("answers_below_constant_allowed")
 @pytest.mark.parametrize("epsilon, delta, m, basic, zcdp, zcdp_laplace", EPS_Q_TABLE)
 def test_epsilon_per_query_hand_computed(
     binary_data, epsilon, delta, m, basic, zcdp, zcdp_laplace

