@@ -623,6 +623,9 @@ def _arguments(parser):
     parser.add_argument("--dpebm-python", default=None, help="DP-EBM's interpreter")
     parser.add_argument("--peer-python", default=None, help="diffprivlib's interpreter")
     parser.add_argument(
+        "--note", action="append", default=[], help="a note for the results"
+    )
+    parser.add_argument(
         "--add-naive-bayes",
         default=None,
         metavar="JSON",
@@ -648,7 +651,7 @@ def main(argv=None):
         write_markdown(args.out / f"{stem}.md", render(payload, args.quick))
         write_markdown(args.out / f"{stem}_summary.rst", summary_rst(payload))
         return
-    payload = {"results": [], "tables": [], "notes": [], "seconds": 0.0}
+    payload = {"results": [], "tables": [], "notes": list(args.note), "seconds": 0.0}
     start = time.perf_counter()
     for name in settings["tables"]:
         table = load_table(name)

@@ -458,3 +458,27 @@ def test_pca_and_scaler_release_once_and_publish_released_values():
         PrivatePCA().fit(X)
     with pytest.raises(ValueError, match="bounds"):
         PrivateStandardScaler(bounds=(1, 1)).fit(X)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
+def test_two_stages_with_k_columns_compose_to_the_budget(epsilon):
+    from dpsklearn.mechanisms import StagedStatisticsRelease
+
+    mech = StagedStatisticsRelease.calibrate(
+        epsilon,
+        1e-5,
+        n_features=(40, 120),
+        feature_bound=1.0,
+        label_bound=(0.9, 0.225),
+        stage_shares=(0.3, 0.7),
+        n_targets=4,
+    )
+    assert [s.label_bound for s in mech.stages] == [0.9, 0.225]
+    mu = math.sqrt(
+        sum(
+            (u / s) ** 2
+            for stage in mech.stages
+            for u, s in zip(stage.units, stage.sigma_units, strict=True)
+        )
+    )
+    assert 0.99e-5 <= gdp_delta(epsilon, mu) <= 1e-5

@@ -18,8 +18,10 @@ the release runs in two stages on one budget, as
 "Linear first, then the kernel"): the linear map (one-hot categories, the
 scaled values, a constant) with ``linear_share`` of ``rho``, then the bins
 (the ``"bins"`` part of the map) fitted to the residuals of the released
-linear model, each residual row projected onto the ball of radius ``B_y``
-so the second stage has one stage's sensitivities. Gaussian DP composes
+linear model, each residual row projected onto the ball of radius ``c B_y``
+(``c = 1`` for classes, ``1/4`` for a regression target, whose residuals
+are small against its public range), so the second stage has one stage's
+sensitivities at label bound ``c B_y``. Gaussian DP composes
 adaptively (Dong, Roth and Su 2022, Corollary 3.3): the whole is one
 ``(epsilon, delta)``.
 """
@@ -30,6 +32,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from .._base import FitPlan, PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
@@ -63,8 +66,8 @@ ADDITIVE_CONSTRAINTS: dict = {
 class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
     """The fit template's three steps for least squares on the additive map."""
 
-    #: ``n_bins="auto"`` uses no bins below this ``n epsilon`` (public).
-    _auto_bins_min_n_epsilon: float = 0.0
+    #: The bins stage's residuals are bounded by this fraction of ``B_y``.
+    _residual_bound_fraction: float = 1.0
 
     schema: PublicSchema | None
     n_bins: int | str
@@ -88,8 +91,6 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
         n_numeric = sum(kind == "numeric" for _, kind, _ in columns)
         if self.n_bins == "auto":
             n_bins = auto_n_bins(n_numeric, X.shape[0], self.epsilon)
-            if X.shape[0] * self.epsilon < self._auto_bins_min_n_epsilon:
-                n_bins = 0
         else:
             n_bins = int(self.n_bins)
         if n_bins == 0 or n_numeric == 0:
@@ -127,7 +128,10 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
                 self.delta,
                 n_features=(linear_map.n_features_out, bin_map.n_features_out),
                 feature_bound=1.0,
-                label_bound=float(label_bound),
+                label_bound=(
+                    float(label_bound),
+                    float(label_bound) * self._residual_bound_fraction,
+                ),
                 stage_shares=(share, 1.0 - share),
                 n_targets=n_targets,
             )
@@ -154,13 +158,19 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
         return {"_codes": linear_map.encode(plan.X), "_labels": plan.y}
 
     def _release(self, plan, fitted, noise):
+        # Small dense eigendecompositions (p of a few hundred) run faster on
+        # one BLAS thread than on several, and far faster on a busy machine.
+        with threadpool_limits(limits=1, user_api="blas"):
+            self._release_stages(plan, fitted, noise)
+
+    def _release_stages(self, plan, fitted, noise):
         # Only the weights solved from the noisy statistics leave the fit.
         codes, labels = fitted.pop("_codes"), fitted.pop("_labels")
         linear_map, bin_map = plan.training["maps"]
         bound = plan.attributes["label_bound_"]
         stages = getattr(plan.mechanism, "stages", (plan.mechanism,))
         statistics = accumulate_statistics(
-            codes, labels, linear_map.transform, linear_map.n_features_out
+            codes, labels, linear_map.sparse_transform, linear_map.n_features_out
         )
         coef, regulariser = stages[0].solve(stages[0].release(*statistics, noise))
         fitted.update(coef_=coef, regulariser_=regulariser)
@@ -170,10 +180,10 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
         # Residuals of the released linear model, each row projected onto the
         # ball of radius B_y: the bins stage has a single stage's
         # sensitivities whatever the first stage released.
-        fitted_values = _project_rows(linear_map.transform(codes) @ coef, bound)
-        residuals = _project_rows(labels - fitted_values, bound)
+        fitted_values = _project_rows(linear_map.sparse_transform(codes) @ coef, bound)
+        residuals = _project_rows(labels - fitted_values, stages[1].label_bound)
         statistics = accumulate_statistics(
-            codes, residuals, bin_map.transform, bin_map.n_features_out
+            codes, residuals, bin_map.sparse_transform, bin_map.n_features_out
         )
         coef, regulariser = stages[1].solve(stages[1].release(*statistics, noise))
         fitted.update(bin_coef_=coef, bin_regulariser_=regulariser)
@@ -183,11 +193,11 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
         check_is_fitted(self)
         X = self._validate_input(X, reset=False, accept_sparse=False)
         codes = self.feature_map_.encode(X)
-        scores = self.feature_map_.transform(codes) @ self.coef_
+        scores = self.feature_map_.sparse_transform(codes) @ self.coef_
         if self.bin_map_ is None or self.bin_coef_ is None:
             return scores
         scores = _project_rows(scores, self.label_bound_)
-        return scores + self.bin_map_.transform(codes) @ self.bin_coef_
+        return scores + self.bin_map_.sparse_transform(codes) @ self.bin_coef_
 
 
 def _project_rows(values: np.ndarray, bound: float) -> np.ndarray:

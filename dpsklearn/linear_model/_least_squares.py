@@ -273,12 +273,11 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         target range; unset ones are read from the rows with a
         :class:`~dpsklearn.PrivacyLeakWarning`.
     n_bins : int or "auto", default="auto"
-        As for :class:`PrivateLeastSquaresClassifier`, but ``"auto"`` uses no
-        bins while ``n epsilon < 50,000``: a target's residuals after the
-        linear stage are small against its public range, so the bins stage
-        pays off only with many rows (``docs/no_public_rows.rst``,
-        "Defaults").
-    linear_share : float in (0, 1), default=0.5
+        As for :class:`PrivateLeastSquaresClassifier`. The bins stage fits
+        the linear stage's residuals clipped to a quarter of the range's
+        half-width: a target's residuals are small against its public range
+        (``docs/no_public_rows.rst``, "Defaults").
+    linear_share : float in (0, 1), default=0.7
         With bins: the linear stage's share of the budget.
     y_bound : (float, float), default=None
         The public target range (else ``schema.target_range``; else read
@@ -313,7 +312,7 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
     """
     )
 
-    _auto_bins_min_n_epsilon = 50_000.0
+    _residual_bound_fraction = 0.25
 
     _parameter_constraints: dict = {
         **ADDITIVE_CONSTRAINTS,
@@ -325,7 +324,7 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         *,
         schema: PublicSchema | None = None,
         n_bins: int | str = "auto",
-        linear_share: float = 0.5,
+        linear_share: float = 0.7,
         y_bound: Any = None,
         epsilon: float = 1.0,
         delta: float = 1e-5,

@@ -97,7 +97,7 @@ class StagedStatisticsRelease(Mechanism):
         *,
         n_features: Sequence[int],
         feature_bound: float,
-        label_bound: float,
+        label_bound: float | Sequence[float],
         stage_shares: Sequence[float],
         shares: Sequence[float] = DEFAULT_SHARES,
         n_targets: int = 1,
@@ -108,8 +108,12 @@ class StagedStatisticsRelease(Mechanism):
         split each stage's part between its Gram matrix, moment and
         eigenvalue, as for a single stage; ``n_targets`` is every stage's
         number of label columns (its labels' rows bounded by
-        ``label_bound`` in L2).
+        ``label_bound`` in L2: one bound, or one per stage).
         """
+        if isinstance(label_bound, Sequence):
+            label_bounds = tuple(float(b) for b in label_bound)
+        else:
+            label_bounds = (float(label_bound),) * len(n_features)
         stage_shares = tuple(float(s) for s in stage_shares)
         if (
             len(stage_shares) != len(n_features)
@@ -126,11 +130,13 @@ class StagedStatisticsRelease(Mechanism):
                 delta,
                 n_features=int(width),
                 feature_bound=feature_bound,
-                label_bound=label_bound,
+                label_bound=bound,
                 shares=tuple(share * s for s in shares),
                 n_targets=n_targets,
             )
-            for width, share in zip(n_features, stage_shares, strict=True)
+            for width, share, bound in zip(
+                n_features, stage_shares, label_bounds, strict=True
+            )
         ]
         return cls(stages, stage_shares)
 

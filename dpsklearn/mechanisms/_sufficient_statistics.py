@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 
@@ -128,8 +129,9 @@ def accumulate_statistics(
 
     ``Phi = feature_map(X)`` is built in chunks of rows of at most
     ``working_memory`` MiB (one matrix product per chunk), so memory does
-    not grow with ``n``. What :meth:`SufficientStatisticsRelease.release`
-    takes; nothing here may leave a fit unreleased.
+    not grow with ``n``; ``feature_map`` may return a sparse matrix. What
+    :meth:`SufficientStatisticsRelease.release` takes; nothing here may
+    leave a fit unreleased.
 
     Examples
     --------
@@ -148,7 +150,10 @@ def accumulate_statistics(
     chunk = max(1, int(working_memory * 2**20 // (8 * max(1, p))))
     for start in range(0, X.shape[0], chunk):
         features = feature_map(X[start : start + chunk])
-        gram += features.T @ features
+        if sp.issparse(features):  # a few non-zeros per row: sparse products
+            gram += (features.T @ features).toarray()
+        else:
+            gram += features.T @ features
         moment += features.T @ targets[start : start + chunk]
     lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
     return gram, moment, lambda_min

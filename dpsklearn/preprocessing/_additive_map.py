@@ -29,6 +29,7 @@ from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from ._schema import column_values, is_missing
@@ -187,7 +188,7 @@ class AdditiveFeatureMap:
         return codes
 
     def transform(self, codes: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The features of encoded rows (each row's norm at most 1).
+        """The features of encoded rows (each row's norm at most 1), dense.
 
         Parameters
         ----------
@@ -198,35 +199,54 @@ class AdditiveFeatureMap:
         -------
         features : ndarray of shape (n_samples, n_features_out)
         """
+        return self.sparse_transform(codes).toarray()
+
+    def sparse_transform(self, codes: NDArray[np.float64]) -> sp.csr_matrix:
+        """The features as a CSR matrix: the same few entries in every row.
+
+        One entry per categorical column and per bin, two per scaled value
+        (the value, and the bin or missing indicator), and the constant:
+        each row has the same number of stored entries (some of them 0), so
+        the CSR arrays are written column by column (vectorised; no loop
+        over rows).
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_samples, n_columns)
+            What :meth:`encode` returned.
+
+        Returns
+        -------
+        features : scipy.sparse.csr_matrix of shape (n_samples, n_features_out)
+        """
         n = codes.shape[0]
-        features = np.zeros((n, self.n_features_out))
-        rows = np.arange(n)
+        columns, values = [], []
         for j, (_, kind, desc) in enumerate(self.columns):
             start, code = self.offsets[j], codes[:, j]
             missing = np.isnan(code)
+            filled = np.nan_to_num(code)
             if kind == "categorical":
                 if self.part == "bins":
                     continue
-                slot = np.where(missing, len(desc), np.nan_to_num(code)).astype(
-                    np.int64
-                )
-            elif self.n_bins:
-                bins = np.minimum(np.nan_to_num(code) * self.n_bins, self.n_bins - 1)
-                slot = np.where(missing, self.n_bins, bins).astype(np.int64)
-                if self.part == "all":
-                    features[:, start + self.n_bins + 1] = np.where(
-                        missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
-                    )
-            else:
-                features[:, start] = np.where(
-                    missing, 0.0, 2.0 * np.nan_to_num(code) - 1.0
-                )
-                slot = np.where(missing, 1, -1).astype(np.int64)
-                keep = slot >= 0
-                features[rows[keep], start + slot[keep]] = 1.0
+                columns.append(start + np.where(missing, len(desc), filled))
+                values.append(np.ones(n))
                 continue
-            features[rows, start + slot] = 1.0
+            raw = np.where(missing, 0.0, 2.0 * filled - 1.0)
+            if self.n_bins:
+                bins = np.minimum(filled * self.n_bins, self.n_bins - 1)
+                columns.append(start + np.where(missing, self.n_bins, bins))
+                values.append(np.ones(n))
+                if self.part == "all":
+                    columns.append(np.full(n, start + self.n_bins + 1))
+                    values.append(raw)
+            else:
+                columns += [np.full(n, start), np.full(n, start + 1)]
+                values += [raw, missing.astype(np.float64)]
         if self.part == "all":
-            features[:, -1] = 1.0
-        features *= self.scale
-        return features
+            columns.append(np.full(n, self.n_features_out - 1))
+            values.append(np.ones(n))
+        width = len(columns)
+        indices = np.column_stack(columns).astype(np.int32).ravel()
+        data = np.column_stack(values).ravel() * self.scale
+        indptr = np.arange(0, n * width + 1, width, dtype=np.int64)
+        return sp.csr_matrix((data, indices, indptr), shape=(n, self.n_features_out))
