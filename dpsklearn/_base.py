@@ -200,6 +200,7 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         epsilon: float
         accountant: BaseAccountant | _SeveredAccountant | None
         noise_random_state: int | None
+        random_state: int | np.random.RandomState | None
         _serving_state_: ServingState
 
     def __sklearn_tags__(self):

@@ -29,6 +29,7 @@ adaptively (Dong, Roth and Su 2022, Corollary 3.3): the whole is one
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -168,7 +169,7 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
         codes, labels = fitted.pop("_codes"), fitted.pop("_labels")
         linear_map, bin_map = plan.training["maps"]
         bound = plan.attributes["label_bound_"]
-        stages = getattr(plan.mechanism, "stages", (plan.mechanism,))
+        stages: tuple[Any, ...] = getattr(plan.mechanism, "stages", (plan.mechanism,))
         statistics = accumulate_statistics(
             codes, labels, linear_map.sparse_transform, linear_map.n_features_out
         )

@@ -209,7 +209,8 @@ class TabularInputMixin:
     classes: Any
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        # A mixin: scikit-learn's BaseEstimator comes after it in the MRO.
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
         tags.input_tags.sparse = False
         tags.input_tags.allow_nan = True
         tags.input_tags.string = True

@@ -122,6 +122,9 @@ class ServingState:
     ) -> None:
         self.mechanism = mechanism
         self.engine = engine
+        # Which warnings the serving loop shows once among a model's clones
+        # (set by the estimator; None: Python's own filters).
+        self.warning_scope: Any = None
         self.budget = (float(budget[0]), float(budget[1]))
         self.max_queries = max_queries
         self.costs = dict(costs or {})
