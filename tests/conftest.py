@@ -85,7 +85,7 @@ SLOW_TESTS = {
         "test_ssp_audit_catches_halved_noise",
     ),
     "test_audit_selection.py": ("test_selection_matches_its_claim",),
-    # (a staged AdaSSP release, 60,000 runs each; a tenth stays quick)
+    # (a staged AdaSSP release, 60,000 runs each; a twentieth stays quick)
     "test_staged_statistics.py": (
         "test_staged_audit",
         "test_staged_audit_catches_every_stage_at_the_whole_budget",
@@ -114,7 +114,12 @@ SLOW_TESTS = {
         "test_grid_search_in_processes_with_a_ledger_charges_every_fit",
         "test_grid_search_in_processes_with_a_shared_accountant_names_the_ledger",
     ),
-    "test_dask.py": ("test_dask_fit_votes_identical_to_local_fit",),
+    # (and a local Dask cluster's progress lines; the votes on its workers
+    # stay quick)
+    "test_dask.py": (
+        "test_dask_fit_votes_identical_to_local_fit",
+        "test_dask_fit_reports_progress",
+    ),
     "test_sharding.py": ("test_fit_teachers_identical_across_n_jobs_and_backends",),
     "test_kernel_ridge_sharded.py": (
         "test_parallel_fit_matches_sequential_and_sparse_input",
@@ -133,6 +138,8 @@ SLOW_TESTS = {
     # grid searches and real tables: many fits each
     "test_model_selection.py": (
         "test_knowledge_transfer_search_publishes_only_the_student",
+        # a private search over knowledge-transfer regressors: a dozen students
+        "test_knowledge_transfer_regressor_choices_are_searched_privately",
         "test_shared_accountant_is_charged_before_anything_is_trained",
     ),
     "test_mechanism_options.py": (
@@ -150,6 +157,26 @@ SLOW_TESTS = {
     "test_fused.py": ("test_memory_is_bounded_by_query_chunks",),
 }
 
+#: Single parameter sets moved to ``pytest -m slow``: ``file: (parts, ...)``,
+#: a test is slow when its id contains every string of one ``parts``.
+SLOW_PARAMETERS = {
+    # the sparse-format checks refit a knowledge-transfer student for each of
+    # seven sparse formats, twice (its dense checks stay quick)
+    "test_estimator_checks.py": (
+        ("KnowledgeTransfer", "check_estimator_sparse_array"),
+        ("KnowledgeTransfer", "check_estimator_sparse_matrix"),
+    ),
+    # GridSearchCV in two worker processes sharing a ledger (one process
+    # stays quick)
+    "test_ledger.py": (("test_grid_search_records_every_fit[", "-2]"),),
+    # the attack audit's and the regression student's examples fit hundreds
+    # of models (every other module's examples stay quick)
+    "test_docstring_examples.py": (
+        ("[dpsklearn.audit._attack]",),
+        ("[dpsklearn.ensemble._knowledge_transfer_regressor]",),
+    ),
+}
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
@@ -161,3 +188,6 @@ def pytest_collection_modifyitems(config, items):
         if key in listed:
             item.add_marker(pytest.mark.slow)
             found.add(key)
+        for parts in SLOW_PARAMETERS.get(item.path.name, ()):
+            if all(part in item.nodeid for part in parts):
+                item.add_marker(pytest.mark.slow)

@@ -237,7 +237,11 @@ REGISTRY: list[CheckCase] = [
         )
     ),
     # The regression student: sequential, and bootstrap disagreement.
-    CheckCase(KnowledgeTransferRegressorForChecks(_regression_teacher())),
+    CheckCase(
+        KnowledgeTransferRegressorForChecks(
+            _regression_teacher(), query_strategy="sequential"
+        )
+    ),
     CheckCase(
         KnowledgeTransferRegressorForChecks(
             _regression_teacher(), query_strategy="uncertainty", random_state=0
