@@ -122,8 +122,8 @@ class PrivateNaiveBayes(
     >>> from dpsklearn.naive_bayes import PrivateNaiveBayes
     >>> from dpsklearn.preprocessing import PublicSchema
     >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 2, 5000)
-    >>> X = rng.normal(2.0 * y[:, None], 1.0, size=(5000, 2))
+    >>> y = rng.integers(0, 2, 20_000)
+    >>> X = rng.normal(3.0 * y[:, None], 1.0, size=(20_000, 2))
     >>> schema = PublicSchema(bounds={0: (-4, 6), 1: (-4, 6)}, classes=[0, 1])
     >>> model = PrivateNaiveBayes(schema=schema, noise_random_state=0).fit(X, y)
     >>> bool(model.score(X, y) > 0.8)
