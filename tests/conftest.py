@@ -143,7 +143,6 @@ SLOW_TESTS = {
         "test_shared_accountant_is_charged_before_anything_is_trained",
     ),
     "test_mechanism_options.py": (
-        "test_auto_takes_the_stability_test_on_a_table_big_enough",
         "test_grid_search_over_mechanisms",
         "test_private_grid_search_with_a_column_transformer_by_name",
     ),

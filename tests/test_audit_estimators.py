@@ -292,7 +292,9 @@ def _stability_model(noise_random_state=None, n_estimators=K_STABILITY):
     return SubsampleAggregateClassifier(
         DummyClassifier(),
         n_estimators=n_estimators,
-        mechanism=SparseVector(max_unstable=1, fallback="abstain"),
+        mechanism=SparseVector(
+            max_unstable=1, fallback="abstain", unanswered="abstain"
+        ),
         classes=[0, 1],
         random_state=0,
         noise_random_state=noise_random_state,

@@ -396,8 +396,14 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
             served_before = _rows_served(teacher)
             try:
                 with warnings.catch_warnings():
-                    # Said once, below, as the rows left unlabelled.
+                    # Said once, below, as the rows left unlabelled (the
+                    # teacher's own student answers none of them here).
                     warnings.simplefilter("ignore", AbstentionWarning)
+                    warnings.filterwarnings(
+                        "ignore",
+                        message=".*answered by a student",
+                        category=UserWarning,
+                    )
                     released, abstain = self._released_labels(
                         teacher, take_rows(X_public, chosen)
                     )

@@ -368,9 +368,9 @@ default="auto"
             options = ClippedMean()
             warn_user(
                 f"mechanism='auto' chose ClippedMean() on the soft labels: with "
-                f"k={n_estimators} teachers at epsilon={self.epsilon} even "
+                f"{n_estimators} teachers at epsilon={self.epsilon} even "
                 f"unanimous soft labels (distance {unanimous}) cannot pass the "
-                f"double stability test (threshold w={threshold:.0f}), so each "
+                f"double stability test (its threshold is {threshold:.0f}), so each "
                 f"query's mean soft label is released with noise, for "
                 f"{planned} planned queries; the rows after them are answered "
                 "by a student of the released values (free).",
