@@ -148,7 +148,7 @@ direct = PrivatePredictionClassifier(
     n_jobs=-1,
 )
 direct.fit(X_private, y_private)
-first = slice(0, direct.max_queries)
+first = slice(0, direct.max_queries_)
 direct_labels = direct.predict(X_test.iloc[first])
 
 # %%
@@ -167,7 +167,7 @@ def accuracy(labels, rows=slice(None)):
     return float(np.mean(labels == y_test[rows]))
 
 
-n_first = direct.max_queries
+n_first = direct.max_queries_
 # name: (accuracy on all test rows or None, accuracy on the first n_first)
 table = {
     "published student (private, free answers)": (
