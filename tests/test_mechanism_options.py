@@ -285,8 +285,8 @@ ESTIMATORS = {
             random_state=0,
         ),
         (X, Y_REG),
-        ("soft_label",),
-        ClippedMean(),
+        ("soft_label", "clipped_mean"),
+        AdaptiveRange(),
     ),
     "kernel ridge": (
         lambda m: PrivateKernelRidge(
@@ -584,6 +584,7 @@ EXHAUSTIBLE = {
             DecisionTreeRegressor(max_depth=2),
             n_estimators=10,
             max_queries=5,
+            mechanism="soft_label",
             target_range=(-10, 20),
             random_state=0,
         ),
