@@ -286,7 +286,7 @@ ESTIMATORS = {
         ),
         (X, Y_REG),
         ("soft_label", "clipped_mean"),
-        SparseVector(),
+        AdaptiveRange(),
     ),
     "kernel ridge": (
         lambda m: PrivateKernelRidge(
@@ -585,7 +585,7 @@ EXHAUSTIBLE = {
             DecisionTreeRegressor(max_depth=2),
             n_estimators=10,
             max_queries=5,
-            mechanism=SoftLabelHistogram(),
+            mechanism="soft_label",
             target_range=(-10, 20),
             random_state=0,
         ),
