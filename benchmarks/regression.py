@@ -372,7 +372,15 @@ def test_run(split, settings, epsilon, best, nonprivate):
         student_answered.append(scores(split.y_test[answered], pred[answered]))
         reg = teacher(
             split, best["k"], best["teacher_alpha"], epsilon, answered.stop, 2000 + d
-        ).fit(X_train, split.y_train)
+        )
+        try:
+            reg.fit(X_train, split.y_train)
+        except ValueError as exc:  # refused before any spend: no answers
+            if "worse than a constant" not in str(exc):
+                raise
+            calibrations.add("refused")
+            direct.append({"r2": float("nan"), "mae": float("nan")})
+            continue
         calibrations.add(reg.calibration_)
         direct.append(scores(split.y_test[answered], reg.predict(X_test[answered])))
     mean = teachers_mean(split, feature_map, best["k"], best["teacher_alpha"], X_test)
