@@ -25,7 +25,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from dpsklearn import PrivacyLedger, PrivatePredictionClassifier
+from dpsklearn import Exponential, PrivacyLedger, PrivatePredictionClassifier
 from dpsklearn.datasets import load_adult
 
 
@@ -78,6 +78,9 @@ def train(
         epsilon=epsilon,
         delta=delta,
         max_queries=max_queries,
+        # The service refuses (429, with the answers paid for) once the paid
+        # queries are spent, rather than answering from a student.
+        mechanism=Exponential(unanswered="abstain"),
         classes=sorted(set(y.tolist())),
         accountant=budget,
         random_state=random_state,
