@@ -381,6 +381,12 @@ def _markdown(results):
         f"Command: `{command('sklearn_habits.py', quick.strip())}`; "
         f"{results['environment']['date']}, {results['environment']['cpus']} cores "
         f"(load {results['environment']['load_average_1min']}).",
+        *[
+            f"Section `{key[len('environment_'):]}` re-run alone "
+            f"(`--only`): {env['date']}, load {env['load_average_1min']}."
+            for key, env in results.items()
+            if key.startswith("environment_")
+        ],
         "",
         "**cross_val_score(SubsampleAggregateClassifier(teacher, classes=...), X, y)** "
         "with every default, on Adult training rows:",
