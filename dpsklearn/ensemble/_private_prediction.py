@@ -295,6 +295,9 @@ class PrivatePredictionClassifier(
     'bounded_range'
     >>> clf.budget_status().query_units_spent  # a probability row is one unit here
     6
+    >>> labels, source = clf.predict(X[:120], return_source=True)  # 94 units left
+    >>> int((source == "private").sum()), int((source == "student").sum())
+    (97, 23)
     >>> gn = PrivatePredictionClassifier(
     ...     mechanism="gnmax", epsilon=1.0, max_queries=100, classes=[0, 1],
     ...     random_state=0).fit(X, y)

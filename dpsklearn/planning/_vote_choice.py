@@ -41,6 +41,7 @@ threshold, Confident-GNMax when its vote threshold exceeds ``k``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -231,7 +232,22 @@ def plan_vote_mechanisms(
     ...  if p.mechanism == "confident_gnmax" and p.max_answers == 1000]
     [True]
     """
-    m, c = int(max_queries), max(2, int(n_classes))
+    return list(
+        _plans(
+            int(n_samples),
+            max(2, int(n_classes)),
+            float(epsilon),
+            float(delta),
+            int(max_queries),
+            None if n_estimators is None else int(n_estimators),
+        )
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _plans(n_samples, c, epsilon, delta, m, n_estimators):
+    """:func:`plan_vote_mechanisms` on numbers (cached: the folds of a search
+    ask the same question)."""
     supported = max(1, int(n_samples) // _MIN_ROWS)
     if n_estimators is not None:
         supported = int(n_estimators)
@@ -288,4 +304,4 @@ def plan_vote_mechanisms(
         first = plan.mechanism == "exponential" or clearly_better
         return (plan.hopeless, not first, -plan.accuracy_all)
 
-    return sorted(plans, key=order)
+    return tuple(sorted(plans, key=order))
