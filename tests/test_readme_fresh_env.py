@@ -4,7 +4,9 @@ A newcomer runs the README's set-up commands (the ```` ```bash ```` blocks
 that install something, other than the test and documentation commands) in
 a new virtual environment, from a copy of the repository, and then each
 ```` ```python ```` block as written. Every block must run and print what
-the README says, with nothing installed but what those commands install.
+the README says (a following ```` ```text ```` block, ``...`` standing for
+any text), warn of nothing that means it went wrong (a budget that ran
+out), with nothing installed but what those commands install.
 pip installs the package itself from the copy (offline) and its
 dependencies from the registry. Marked slow (a new environment and every
 block: several minutes); ``.ci/run`` runs it in its slow stage.
@@ -29,6 +31,8 @@ _BASH = re.compile(r"```bash\n(.*?)```", re.DOTALL)
 _PYTHON = re.compile(r"```python\n(.*?)```(?:\n+```text\n(.*?)```)?", re.DOTALL)
 #: Commands that are not set-up: the test and documentation commands.
 _NOT_SET_UP = ("pytest", "sphinx-build")
+#: Warnings that mean a block no longer shows what its prose says.
+_WRONG = ("budget ran out", "worse than a constant")
 
 
 def setup_commands(text):
@@ -101,6 +105,12 @@ def test_readme_runs_in_a_fresh_environment(tmp_path):
             timeout=900,
         )
         assert result.returncode == 0, f"block {index}: {result.stderr[-3000:]}"
+        wrong = [
+            line
+            for line in result.stderr.splitlines()
+            if any(w in line for w in _WRONG)
+        ]
+        assert not wrong, f"block {index}: {wrong}"
         if expected is not None:
             assert checker.check_output(expected, result.stdout, flags), (
                 f"block {index} printed:\n{result.stdout}\nthe README says:\n"

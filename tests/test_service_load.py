@@ -56,11 +56,11 @@ sys.path.insert(0, os.path.abspath(SERVICE))
 from load import run_clients, start_service, stop_service, worker_pids  # noqa: E402
 from train import train  # noqa: E402
 
-N_REQUESTS = 10_000
+N_REQUESTS = 4_000
 N_CLIENTS = 16
 N_WORKERS = 3
 ROWS_PER_REQUEST = 2
-MAX_QUERIES = 12_001
+MAX_QUERIES = 4_801
 N_FEATURES = 8
 
 
