@@ -2,10 +2,10 @@
 
 ``examples/service/`` serves a :class:`~dpsklearn.PrivatePredictionClassifier`
 fitted with a :class:`~dpsklearn.PrivacyLedger` from three uvicorn worker
-processes on 127.0.0.1. Sixteen client processes send 10,000 requests of two
+processes on 127.0.0.1. Sixteen client processes send 4,000 requests of two
 new rows each (every row a new release: nothing comes from the release
-cache). The fit paid for ``max_queries = 12,001`` rows, so about 6,000
-requests are answered and the rest refused; when about 3,000 requests have
+cache). The fit paid for ``max_queries = 4,801`` rows, so about 2,400
+requests are answered and the rest refused; when about 1,200 requests have
 completed, one worker is killed with SIGKILL, and uvicorn starts another.
 
 The accounting check. Let ``R`` be the rows the ledger's record of the model
@@ -25,10 +25,10 @@ transaction and writes the response only after it commits, so:
   worker was killed (at most one per client, two rows each), which were
   committed (paid for) but never released;
 * the request that crossed the cap got its one paid-for row inside its
-  refusal (``12,001`` is odd, each request asks for two), so ``R`` reaches
+  refusal (``4,801`` is odd, each request asks for two), so ``R`` reaches
   the cap exactly and ``D`` counts that row.
 
-Loopback only; bounded by 10,000 requests per backend and the clients'
+Loopback only; bounded by 4,000 requests per backend and the clients'
 timeouts (60 s per request).
 """
 
