@@ -1,28 +1,49 @@
-"""Parameter objects of the mechanisms that release a vote: the stability
-tests, GNMax, Confident-GNMax, the exponential mechanism, the soft-label
-histogram (``dpsklearn.mechanisms``, "Mechanism parameter objects" in
+"""Parameter objects of the mechanisms that release a vote, and their plans:
+the sparse vector stability test, GNMax, Confident-GNMax, the exponential
+mechanism (``dpsklearn.mechanisms``, "Mechanism parameter objects" in
 ``_options.py``).
 """
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
+from sklearn.base import clone
+
 from .._param_validation import Interval, StrOptions
+from .._warn import warn_user
 from ._gnmax import ConfidentGNMaxRelease, GNMaxRelease
-from ._options import _NOISE, _UNANSWERED, MechanismOptions
+from ._options import (
+    _NOISE,
+    _UNANSWERED,
+    NOTHING_PASSES,
+    MechanismOptions,
+    MechanismPlan,
+    PlanContext,
+    TeacherPlanner,
+)
 from ._per_query import SoftMajority
-from ._stability import SoftLabelTest, StabilityTest, _n_bins
+from ._stability import StabilityTest
 
 __all__ = [
     "ConfidentGNMax",
     "Exponential",
     "GNMax",
-    "SoftLabelHistogram",
     "SparseVector",
-    "soft_label_bins",
 ]
+
+
+def _planner(context: PlanContext) -> TeacherPlanner:
+    """The context's planner (``TypeError`` for a context built without one)."""
+    if context.planner is None:
+        raise TypeError(
+            f"{context.owner} planned this mechanism without a planner: pass "
+            "planner=dpsklearn.planning in its PlanContext."
+        )
+    return context.planner
 
 
 class SparseVector(MechanismOptions):
@@ -149,6 +170,101 @@ class SparseVector(MechanismOptions):
             max_queries=max_queries,
         )
 
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The test for the planner's ``(k, T)`` where either is ``"auto"``.
+
+        The planner (``docs/design.rst``, "The stability planner") takes the
+        ``(k, T)`` expected to answer most of the planned queries by
+        passing; a warning says when little or nothing can pass.
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+            ``max_unstable`` resolved in its options; no query cap beyond
+            the user's ``max_queries``.
+        """
+        n_estimators = context.n_estimators
+        max_unstable = self.max_unstable
+        row = None
+        if not context.n_estimators_fixed or max_unstable == "auto":
+            row = _planner(context).plan_stability_test(
+                context.n_samples,
+                context.planned_queries,
+                context.epsilon,
+                context.delta,
+                unstable_fraction=self.unstable_fraction,
+                n_estimators=n_estimators if context.n_estimators_fixed else None,
+                max_unstable=None if max_unstable == "auto" else max_unstable,
+                min_samples_per_shard=context.min_samples_per_shard,
+                calibration=self.noise,
+                fallback=self.fallback,
+                noisy_max_share=self.noisy_max_share,
+            )[0]
+            n_estimators, max_unstable = row.n_estimators, row.max_unstable
+        mechanism = self.calibrate(
+            context.epsilon,
+            context.delta,
+            max_unstable=int(max_unstable),
+            max_queries=context.max_queries,
+        )
+        self._warn_if_little_can_pass(context, n_estimators, mechanism, row)
+        resolved = clone(self).set_params(max_unstable=int(max_unstable))
+        return MechanismPlan(
+            mechanism, resolved, int(n_estimators), context.max_queries
+        )
+
+    def _warn_if_little_can_pass(self, context, n_estimators, mechanism, row):
+        # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
+        # when even that sits below w, a query passes only on a noise excess of
+        # several noise scales, so essentially nothing is answered by the test.
+        calibration = mechanism.calibration
+        best_distance = -(-n_estimators // 2) - 1
+        cannot = best_distance <= calibration.threshold
+        low = row is not None and row.expected_answered < 0.5
+        if not (cannot or low):
+            return
+        if (
+            self.fallback == "abstain"
+            and calibration.pass_probability(best_distance) < NOTHING_PASSES
+        ):
+            # Nothing at all will be answered. A warning, not an error: inside
+            # a search over epsilon such a candidate scores its abstentions
+            # (answered fraction 0) instead of failing to fit.
+            warn_user(
+                f"SparseVector(fallback='abstain') with {n_estimators} teachers "
+                f"at epsilon={context.epsilon} will answer nothing: even unanimous "
+                "votes pass the stability test with probability below "
+                f"{NOTHING_PASSES:g}, so every query is abstained on. "
+                "Use more training rows, a larger epsilon or a smaller "
+                "max_unstable, mechanism=ConfidentGNMax() or the default "
+                "mechanism='auto', or PrivatePredictionClassifier.",
+                UserWarning,
+            )
+            return
+        what = (
+            "even unanimous votes fall short of the stability test's "
+            "threshold, so almost no query can pass the test"
+            if cannot
+            else f"a query needs {row.agreement_to_pass:.0%} of the teachers to "
+            "agree to pass; the planner expects "
+            f"{row.expected_answered:.0%} of {context.planned_queries} queries "
+            f"answered with unstable_fraction={self.unstable_fraction}"
+        )
+        warn_user(
+            f"{context.owner} with {n_estimators} teachers "
+            f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
+            f"epsilon={context.epsilon}): {what}. More training rows, a larger "
+            "epsilon or fewer queries help; see "
+            "dpsklearn.planning.plan_stability_test, or use "
+            "mechanism=ConfidentGNMax(), PrivatePredictionClassifier or "
+            "KnowledgeTransferClassifier.",
+            UserWarning,
+        )
+
 
 class ConfidentGNMax(MechanismOptions):
     """Confident-GNMax (Papernot et al. 2018, "Scalable private learning with PATE").
@@ -265,6 +381,47 @@ class ConfidentGNMax(MechanismOptions):
             calibration="auto",
         )
 
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """Confident-GNMax for the planned queries, ``max_answers`` resolved.
+
+        Every threshold check is charged (Papernot et al. 2018, Algorithm
+        1), so the guarantee pays for ``planned_queries`` of them; a warning
+        says when the vote threshold exceeds ``k`` (only noise can pass).
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+        """
+        n_estimators = context.n_estimators
+        mechanism = self.calibrate(
+            context.epsilon,
+            context.delta,
+            max_queries=context.planned_queries,
+            n_teachers=n_estimators,
+            n_classes=context.n_classes,
+        )
+        if mechanism.threshold > n_estimators:
+            warn_user(
+                f"ConfidentGNMax with {n_estimators} teachers: its vote "
+                f"threshold ({mechanism.threshold:.0f} votes, for max_answers="
+                f"{mechanism.calibration.max_answers} at epsilon={context.epsilon}) "
+                "is more than the number of teachers, so only noise can pass "
+                "the check and almost every query will be abstained on; use "
+                "more teachers, fewer max_answers or max_queries, or a larger "
+                "epsilon.",
+                UserWarning,
+            )
+        resolved = clone(self).set_params(
+            max_answers=mechanism.calibration.max_answers
+        )
+        return MechanismPlan(
+            mechanism, resolved, n_estimators, context.planned_queries
+        )
+
 
 class Exponential(MechanismOptions):
     """The exponential mechanism on the teachers' votes, per query.
@@ -378,6 +535,78 @@ class Exponential(MechanismOptions):
             calibration="auto",
         )
 
+    def teachers_for(self, epsilon_per_query: float) -> int:
+        """Dwork and Feldman's Theorem 1: ``r = ceil(6 ln(4/alpha) / eps_q)``.
+
+        Training ``r`` learners on disjoint parts and answering by the
+        exponential mechanism on their votes keeps the error within
+        ``alpha = target_error`` (Dwork and Feldman 2018, Theorem 1;
+        :func:`dpsklearn.planning.private_prediction_r`).
+
+        Parameters
+        ----------
+        epsilon_per_query : float
+            ``eps_q`` of one answer (> 0).
+
+        Returns
+        -------
+        r : int
+        """
+        alpha = float(self.target_error)
+        return int(math.ceil(6.0 * math.log(4.0 / alpha) / epsilon_per_query))
+
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The soft majority for the planned queries; ``k`` by Theorem 1.
+
+        When the user left ``k`` to the estimator, Dwork and Feldman's
+        (2018) Theorem 1 gives the teachers ``r`` that keep answers within
+        ``target_error`` at the per-query epsilon, capped by the teachers
+        the rows support (with a warning when the cap binds). A row asked
+        again is answered from the release cache, free.
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+        """
+        n_estimators = context.n_estimators
+        if not context.n_estimators_fixed:
+            supported = n_estimators
+            epsilon_per_query = self.epsilon_per_query(
+                context.epsilon, context.delta, context.planned_queries
+            )
+            needed = self.teachers_for(epsilon_per_query)
+            if needed > supported:
+                warn_user(
+                    f"n_estimators='auto': answers within target_error="
+                    f"{self.target_error} at this budget need {needed} teachers "
+                    f"(epsilon={context.epsilon:g} over max_queries="
+                    f"{context.max_queries} answers), but {context.n_samples} "
+                    f"training rows give only {supported} teachers of "
+                    f"{context.min_samples_per_shard} rows each; using "
+                    f"{supported}, so expect more wrong answers. More training "
+                    "rows, a smaller max_queries or a larger epsilon help.",
+                    UserWarning,
+                )
+            n_estimators = min(needed, supported)
+        mechanism = self.calibrate(
+            context.epsilon,
+            context.delta,
+            max_queries=context.planned_queries,
+            n_teachers=n_estimators,
+            n_classes=context.n_classes,
+        )
+        return MechanismPlan(
+            mechanism,
+            self,
+            n_estimators,
+            context.planned_queries,
+            cached_fields={"label": (np.int64, ())},
+        )
+
 
 class GNMax(MechanismOptions):
     """The Gaussian noisy argmax of the vote counts, per query (PATE's GNMax).
@@ -407,6 +636,9 @@ class GNMax(MechanismOptions):
     shorthand = "gnmax"
     _parameter_constraints: dict = {"unanswered": [_UNANSWERED]}
     abstains = False
+    # predict_proba projects the noisy counts predict released.
+    proba_from_votes = True
+    needs_positive_delta = True
 
     def __init__(self, unanswered: str = "student") -> None:
         self.unanswered = unanswered
@@ -441,117 +673,3 @@ class GNMax(MechanismOptions):
                 "or use the Exponential mechanism for a pure guarantee."
             )
         return GNMaxRelease.calibrate(epsilon, delta, max_queries, calibration="auto")
-
-
-class SoftLabelHistogram(MechanismOptions):
-    """The double stability test on a histogram of soft labels.
-
-    Bassily, Thakkar and Thakurta (2018), Algorithms 6-8, corrected
-    (``docs/corrections.rst``): the teachers' soft labels in ``[0, 1]`` are
-    binned at width ``gamma``; a query whose fullest bin is stable gets its
-    midpoint, else the shifted histogram is tested; a query failing both
-    gets the ``fallback``. :class:`SoftLabelTest`, ``docs/design.rst``,
-    "Soft-label queries: the double test".
-
-    Parameters
-    ----------
-    gamma : float, default=0.1
-        Bin width; ``1 / gamma`` must be an integer >= 2.
-    max_unstable : int, default=100
-        ``T``: the failed-test count at which the model halts.
-    fallback : {"midpoint", "noisy_mean"}, default="midpoint"
-        A query failing both tests gets the centre of ``target_range``
-        (free, data-independent: an abstention) or a grid-Laplace mean paid
-        from ``noisy_mean_share`` of the budget.
-    noisy_mean_share : float, default=0.5
-    noise : {"auto", "laplace", "gaussian"}, default="auto"
-        The sparse vector's noise family (as :class:`SparseVector`).
-
-    Examples
-    --------
-    >>> from dpsklearn.mechanisms import SoftLabelHistogram
-    >>> SoftLabelHistogram(gamma=0.25).n_bins()
-    4
-    """
-
-    shorthand = "soft_label"
-
-    _parameter_constraints: dict = {
-        "gamma": [Interval(Real, 0, 0.5, closed="right")],
-        "max_unstable": [Interval(Integral, 1, None, closed="left")],
-        "fallback": [StrOptions({"midpoint", "noisy_mean"})],
-        "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
-        "noise": [_NOISE],
-    }
-
-    def __init__(
-        self,
-        gamma: float = 0.1,
-        max_unstable: int = 100,
-        fallback: str = "midpoint",
-        noisy_mean_share: float = 0.5,
-        noise: str = "auto",
-    ) -> None:
-        self.gamma = gamma
-        self.max_unstable = max_unstable
-        self.fallback = fallback
-        self.noisy_mean_share = noisy_mean_share
-        self.noise = noise
-
-    @property
-    def abstains(self) -> bool:
-        """Whether a query failing both tests is answered by abstaining."""
-        return self.fallback == "midpoint"
-
-    def n_bins(self) -> int:
-        """``1 / gamma`` as an integer >= 2 (``ValueError`` naming ``gamma``).
-
-        Returns
-        -------
-        n_bins : int
-        """
-        return soft_label_bins(self.gamma)
-
-    def calibrate(
-        self,
-        epsilon: float,
-        delta: float,
-        *,
-        max_queries: int | None = None,
-        **public: Any,
-    ) -> SoftLabelTest:
-        """The calibrated double test.
-
-        Parameters
-        ----------
-        epsilon : float
-            The whole release's epsilon.
-        delta : float
-            The whole release's delta.
-        max_queries : int or None, default=None
-            The queries the release pays for (None: unlimited where the
-            mechanism allows it).
-        **public
-            The estimator's other public numbers; those this mechanism does
-            not use are ignored.
-
-        Returns
-        -------
-        mechanism : SoftLabelTest
-            Calibrated and frozen: its noise scales, thresholds and events.
-        """
-        return SoftLabelTest.calibrate(
-            epsilon,
-            delta,
-            max_unstable=self.max_unstable,
-            n_bins=self.n_bins(),
-            calibration=self.noise,
-            fallback=self.fallback,
-            noisy_mean_share=self.noisy_mean_share,
-            max_queries=max_queries,
-        )
-
-
-def soft_label_bins(gamma: float) -> int:
-    """The number of bins ``1 / gamma``; ``ValueError`` unless an integer >= 2."""
-    return _n_bins(gamma)
