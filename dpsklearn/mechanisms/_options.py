@@ -108,6 +108,9 @@ class PlanContext:
         or the estimator's public default when it is None.
     min_samples_per_shard : int, default=20
         The fewest rows a planned shard may have.
+    value_range : tuple of float, default=(0.0, 1.0)
+        The public range of the values a regressor's teachers answer
+        (soft labels: ``[0, 1]``).
     planner : TeacherPlanner or None, default=None
         :mod:`dpsklearn.planning`, for mechanisms whose ``k`` and ``T`` are
         planned (the sparse vector stability test).
@@ -123,6 +126,7 @@ class PlanContext:
     max_queries: int | None
     planned_queries: int
     min_samples_per_shard: int = 20
+    value_range: tuple[float, float] = (0.0, 1.0)
     planner: TeacherPlanner | None = None
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._param_validation import Interval, StrOptions
+from .._warn import warn_user
 from ..accounting import ApproximateEvent
 from ..noise import (
     DiscreteNoiseStream,
@@ -35,7 +36,7 @@ from ..noise import (
     grid_laplace,
 )
 from ._base import Engine, Mechanism, Release
-from ._options import _NOISE, MechanismOptions
+from ._options import _NOISE, MechanismOptions, MechanismPlan, PlanContext
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
     SparseVectorCalibration,
@@ -515,6 +516,9 @@ class SoftLabelTest(_TestMechanism):
     def engine(self, noise: NoiseSource) -> SoftLabelEngine:
         return SoftLabelEngine(self, noise)
 
+    def fitted_attributes(self) -> dict[str, Any]:
+        return {**super().fitted_attributes(), "n_bins_": self.n_bins}
+
 
 class SoftLabelHistogram(MechanismOptions):
     """The double stability test on a histogram of soft labels.
@@ -548,6 +552,11 @@ class SoftLabelHistogram(MechanismOptions):
     """
 
     shorthand = "soft_label"
+    #: The double test's release: a bin midpoint, or an abstention.
+    released_fields: ClassVar[dict] = {
+        "value": (np.float64, ()),
+        "abstained": (np.bool_, ()),
+    }
     # The histogram is of every teacher's soft label.
     reads_each_teacher = True
 
@@ -624,6 +633,47 @@ class SoftLabelHistogram(MechanismOptions):
             fallback=self.fallback,
             noisy_mean_share=self.noisy_mean_share,
             max_queries=max_queries,
+        )
+
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The double test for the context's ``k``; no cap beyond ``max_queries``.
+
+        A warning says when ``k`` was left to the estimator and even
+        unanimous soft labels (distance ``ceil(k/2) - 1``) cannot clear the
+        threshold.
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+            A row asked again is answered from the release cache.
+        """
+        n_estimators = context.n_estimators
+        mechanism = self.calibrate(
+            context.epsilon, context.delta, max_queries=context.max_queries
+        )
+        calibration = mechanism.calibration
+        best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
+        if not context.n_estimators_fixed and best_distance <= calibration.threshold:
+            warn_user(
+                f"n_estimators='auto' chose {n_estimators} teachers "
+                f"({context.min_samples_per_shard} rows per shard); even when "
+                "they all agree, their soft labels cannot pass the stability "
+                f"test at this budget ({calibration.name} calibration, "
+                f"max_unstable={self.max_unstable}), so almost every query will "
+                f"get the fallback answer ({self.fallback!r}). More training "
+                "rows, a larger epsilon or a smaller max_unstable help.",
+                UserWarning,
+            )
+        return MechanismPlan(
+            mechanism,
+            self,
+            n_estimators,
+            context.max_queries,
+            cached_fields=self.released_fields,
         )
 
 
