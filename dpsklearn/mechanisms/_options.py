@@ -177,7 +177,10 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
       ``needs_positive_delta``, ``releases_statistics``,
       ``regression_aggregate`` and the property ``publishes_model``.
 
-    Adding a mechanism is ``CONTRIBUTING.md``, "Adding a mechanism".
+    An estimator runs the options classes it lists (its ``_mechanisms``)
+    and their subclasses. Adding a mechanism is ``CONTRIBUTING.md``,
+    "Adding a mechanism"; how an estimator uses the plan is
+    ``docs/architecture.rst``, "How a mechanism plans itself".
 
     Examples
     --------
