@@ -6,10 +6,12 @@ The contract of ``MechanismOptions`` (its docstring; ``CONTRIBUTING.md``,
 makes an ``Engine``, and the engine's answers. The toy below, defined in
 this file only, releases the plurality vote with Laplace noise at a fixed
 epsilon per query (report noisy max, Dwork and Roth 2014, Claim 3.9, at
-scale ``2 / epsilon`` for the two counts one replaced record moves). It is
-a subclass of :class:`~dpsklearn.mechanisms.Exponential` (the options
-``SubsampleAggregateClassifier`` lists) with its own plan, calibration and
-engine: the estimator must use all three and charge what the toy states.
+scale ``2 / epsilon`` for the two counts one replaced record moves). It
+subclasses :class:`~dpsklearn.mechanisms.MechanismOptions` directly, says
+it serves ``"vote_labels"`` (the interface ``SubsampleAggregateClassifier``
+feeds), and brings its own plan, calibration and engine: the estimator must
+use all three and charge what the toy states. A mechanism that serves
+another interface is still refused.
 
 Run alone: ``python -m pytest tests/test_toy_mechanism.py``.
 """
@@ -24,8 +26,8 @@ from dpsklearn import PrivacyAccountant, SubsampleAggregateClassifier
 from dpsklearn.accounting import PureEvent
 from dpsklearn.mechanisms import (
     Engine,
-    Exponential,
     Mechanism,
+    MechanismOptions,
     MechanismPlan,
     PlanContext,
     Release,
@@ -76,10 +78,12 @@ class NoisyPluralityRelease(Mechanism):
         return {"epsilon_per_query_": self.epsilon_per_query}
 
 
-class NoisyPlurality(Exponential):
+class NoisyPlurality(MechanismOptions):
     """Toy options: ``k`` and the query cap are the toy's, not the estimator's."""
 
     shorthand = "noisy_plurality"
+    serves = frozenset({"vote_labels"})
+    _parameter_constraints: dict = {}
     contexts: list[PlanContext] = []
 
     def calibrate(self, epsilon, delta, *, max_queries, **public):
@@ -97,7 +101,7 @@ class NoisyPlurality(Exponential):
 @pytest.fixture
 def toy():
     NoisyPlurality.contexts = []
-    return NoisyPlurality(unanswered="abstain")
+    return NoisyPlurality()
 
 
 def test_the_estimator_runs_the_toys_plan_engine_and_charge(toy):
@@ -143,3 +147,13 @@ def test_the_estimator_runs_the_toys_plan_engine_and_charge(toy):
     assert (source[TOY_QUERIES - 10 :] == "abstained").all()
     assert model.budget_status().spent[0] == pytest.approx(TOY_QUERIES * eps_q)
     assert set(labels[: TOY_QUERIES - 10]) <= {0, 1}
+
+
+def test_a_toy_that_serves_another_interface_is_refused(toy):
+    class NoisyMean(NoisyPlurality):
+        serves = frozenset({"mean_values"})
+
+    model = SubsampleAggregateClassifier(STUMP, classes=[0, 1], mechanism=NoisyMean())
+    with pytest.raises(TypeError, match="mechanism"):
+        model.fit(*two_blobs(200, seed=0))
+    assert NoisyPlurality.contexts == []

@@ -431,7 +431,10 @@ PublicPriorTest
         """
         if self.mechanism != "auto":
             return resolve_mechanism(
-                self.mechanism, self._mechanisms, owner=type(self).__name__
+                self.mechanism,
+                self._mechanisms,
+                owner=type(self).__name__,
+                interface="vote_labels",  # the votes in, label and abstained out
             )
         fixed_k = None if self.n_estimators == "auto" else self.n_estimators
         if fixed_k is not None:

@@ -173,14 +173,16 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
     * :meth:`statistic` -- what the engine reads for a batch: the vote
       counts by default.
     * class attributes that say how the estimator feeds and serves it:
-      ``reads_each_teacher``, ``proba_from_votes``,
+      ``serves``, ``reads_each_teacher``, ``proba_from_votes``,
       ``needs_positive_delta``, ``releases_statistics``,
       ``regression_aggregate`` and the property ``publishes_model``.
 
-    An estimator runs the options classes it lists (its ``_mechanisms``)
-    and their subclasses. Adding a mechanism is ``CONTRIBUTING.md``,
-    "Adding a mechanism"; how an estimator uses the plan is
-    ``docs/architecture.rst``, "How a mechanism plans itself".
+    An estimator runs the options classes it lists (its ``_mechanisms``),
+    their subclasses, and any options whose ``serves`` names the interface
+    it feeds (``SubsampleAggregateClassifier``: ``"vote_labels"``). Adding
+    a mechanism is ``CONTRIBUTING.md``, "Adding a mechanism"; how an
+    estimator uses the plan is ``docs/architecture.rst``, "How a mechanism
+    plans itself".
 
     Examples
     --------
@@ -210,9 +212,14 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
     ...         return units * self.epsilon, 0.0
     >>> class NoisyMax(MechanismOptions):
     ...     shorthand = "noisy_max"
+    ...     serves = frozenset({"vote_labels"})
     ...     _parameter_constraints: dict = {}
     ...     def calibrate(self, epsilon, delta, *, max_queries, **public):
     ...         return NoisyMaxRelease(epsilon / max_queries, max_queries)
+
+    The default plan calibrates for the estimator's ``k`` and planned
+    queries:
+
     >>> context = PlanContext(
     ...     owner="SubsampleAggregateClassifier", epsilon=1.0, delta=1e-5,
     ...     n_samples=2000, n_classes=2, n_estimators=100,
@@ -220,6 +227,17 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
     >>> plan = NoisyMax().plan(context)
     >>> plan.n_estimators, plan.max_queries, plan.mechanism.epsilon
     (100, 1000, 0.001)
+
+    and an estimator runs it as it runs its own:
+
+    >>> from sklearn.datasets import make_classification
+    >>> from dpsklearn import SubsampleAggregateClassifier
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> model = SubsampleAggregateClassifier(
+    ...     n_estimators=50, epsilon=1.0, classes=[0, 1], max_queries=100,
+    ...     mechanism=NoisyMax(), random_state=0).fit(X, y)
+    >>> model.predict(X[:3]).shape, model.accountant_.spent[0]
+    ((3,), 1.0)
     """
 
     #: The string that stands for this mechanism with its defaults.
@@ -227,6 +245,12 @@ class MechanismOptions(ValidatesParameters, BaseEstimator):
     #: ``calibrate(epsilon, delta, **public sizes)``: the calibrated
     #: :class:`Mechanism` (each subclass takes the public sizes it needs).
     calibrate: Callable[..., Mechanism]
+    #: The estimator interfaces its engine speaks, so that an estimator runs
+    #: options it does not list. ``"vote_labels"``: ``answer("predict",
+    #: statistic)`` on a batch's :meth:`statistic` returns a :class:`Release`
+    #: of ``label`` (class indices, int64) and ``abstained`` (bool), what
+    #: ``SubsampleAggregateClassifier`` serves.
+    serves: ClassVar[frozenset[str]] = frozenset()
     #: Whether the engine reads every teacher's answer (an ``(n_rows, k)``
     #: array) rather than their aggregate (vote counts, a mean).
     reads_each_teacher: ClassVar[bool] = False
@@ -345,6 +369,7 @@ def resolve_mechanism(
     choices: dict[str, type[MechanismOptions]],
     *,
     owner: str,
+    interface: str | None = None,
 ) -> MechanismOptions:
     """The parameter object an estimator's ``mechanism`` stands for, validated.
 
@@ -357,6 +382,10 @@ def resolve_mechanism(
         What the estimator accepts.
     owner : str
         The estimator's name, for the message.
+    interface : str, default=None
+        The interface the estimator feeds: options of another class whose
+        ``serves`` names it are accepted too (a mechanism written outside
+        the package).
 
     Returns
     -------
@@ -386,6 +415,8 @@ def resolve_mechanism(
                 f"use {names}, or an instance of their classes."
             ) from None
     if isinstance(mechanism, tuple(choices.values())):
+        return mechanism.validated()
+    if isinstance(mechanism, MechanismOptions) and interface in mechanism.serves:
         return mechanism.validated()
     names = ", ".join(cls.__name__ for cls in choices.values())
     raise TypeError(

@@ -95,6 +95,7 @@ class SparseVector(MechanismOptions):
     """
 
     shorthand = "sparse_vector"
+    serves = frozenset({"vote_labels"})
 
     _parameter_constraints: dict = {
         "max_unstable": [
@@ -302,6 +303,7 @@ class ConfidentGNMax(MechanismOptions):
     """
 
     shorthand = "confident_gnmax"
+    serves = frozenset({"vote_labels"})
 
     _parameter_constraints: dict = {
         "max_answers": [Interval(Integral, 1, None, closed="left"), None],
@@ -457,6 +459,7 @@ class Exponential(MechanismOptions):
     """
 
     shorthand = "exponential"
+    serves = frozenset({"vote_labels"})
 
     _parameter_constraints: dict = {
         "target_error": [Interval(Real, 0, 1, closed="neither")],

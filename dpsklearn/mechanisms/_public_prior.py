@@ -273,6 +273,7 @@ class PublicPrior(MechanismOptions):
     """
 
     shorthand = "public_prior"
+    serves = frozenset({"vote_labels"})
 
     _parameter_constraints: dict = {
         "public_model": [HasMethods(["predict"])],
