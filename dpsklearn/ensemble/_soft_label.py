@@ -341,9 +341,7 @@ default="auto"
             n_samples=n_samples,
             n_classes=2,
             n_estimators=n_estimators,
-            # "auto" decides from a fixed k: the double test's own warning
-            # about an auto k would repeat the choice's.
-            n_estimators_fixed=auto or self.n_estimators != "auto",
+            n_estimators_fixed=self.n_estimators != "auto",
             max_queries=self.max_queries,
             planned_queries=planned_queries,
             min_samples_per_shard=self._min_rows_per_teacher,
@@ -352,6 +350,8 @@ default="auto"
         if not auto:
             return options.plan(context)
         # "auto" starts from SoftLabelHistogram() (_plan), whose test is known.
+        # Its plan runs only where unanimous labels can pass, so its own
+        # nothing-can-pass warning never repeats the choice below.
         test = cast(
             SoftLabelTest,
             options.calibrate(self.epsilon, self.delta, max_queries=self.max_queries),

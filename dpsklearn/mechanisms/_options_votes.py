@@ -218,7 +218,13 @@ class SparseVector(MechanismOptions):
             mechanism, resolved, int(n_estimators), context.max_queries
         )
 
-    def _warn_if_little_can_pass(self, context, n_estimators, mechanism, row):
+    def _warn_if_little_can_pass(
+        self,
+        context: PlanContext,
+        n_estimators: int,
+        mechanism: StabilityTest,
+        row: Any,
+    ) -> None:
         # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
         # when even that sits below w, a query passes only on a noise excess of
         # several noise scales, so essentially nothing is answered by the test.
