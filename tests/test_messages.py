@@ -84,7 +84,7 @@ def test_the_source_check_sees_messages():
     # own, and those of the mechanism options that plan themselves.
     paths = [
         PACKAGE / "ensemble" / "_subsample_aggregate.py",
-        PACKAGE / "mechanisms" / "_options_votes.py",
+        PACKAGE / "mechanisms" / "_sparse_vector_options.py",
     ]
     texts = " ".join(text for path in paths for _, text in _message_strings(path))
     assert "will answer nothing" in texts and "mechanism='auto' chose" in texts

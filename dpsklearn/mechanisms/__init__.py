@@ -42,9 +42,11 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``SubsampleAggregateClassifier(mechanism=PublicPrior(public_model))``).
 
 The user-facing options of each mechanism are parameter objects
-(:class:`SparseVector`, :class:`ConfidentGNMax`, :class:`Exponential`,
-:class:`GNMax` in ``_options_votes.py``; :class:`SoftLabelHistogram` beside
-its test in ``_stability.py``;
+(each beside its family's calibration and engine, in modules that share a
+stem: :class:`SparseVector` in ``_sparse_vector_options.py``;
+:class:`ConfidentGNMax` and :class:`GNMax` in ``_gnmax_options.py``;
+:class:`Exponential` in ``_per_query_options.py``; :class:`SoftLabelHistogram`
+beside its test in ``_stability.py``;
 :class:`ClippedMean`, :class:`AdaptiveRange`, :class:`OutputPerturbation`,
 :class:`SufficientStatistics` in ``_options_values.py``;
 :class:`RepeatAndSelect` in ``_options_selection.py``; :class:`PublicPrior`
@@ -81,6 +83,7 @@ from ._gnmax import (
     gnmax,
     gnmax_noisy_counts,
 )
+from ._gnmax_options import ConfidentGNMax, GNMax
 from ._grid_gaussian import (
     GridGaussianEngine,
     GridGaussianRelease,
@@ -109,13 +112,8 @@ from ._options_values import (
     OutputPerturbation,
     SufficientStatistics,
 )
-from ._options_votes import (
-    ConfidentGNMax,
-    Exponential,
-    GNMax,
-    SparseVector,
-)
 from ._per_query import GridLaplaceRelease, SoftMajority
+from ._per_query_options import Exponential
 from ._public_prior import (
     PublicPrior,
     PublicPriorEngine,
@@ -133,6 +131,7 @@ from ._sparse_vector_calibration import (
     calibrate_sparse_vector,
     sparse_vector_candidates,
 )
+from ._sparse_vector_options import SparseVector
 from ._sparse_vector_tails import noise_quantiles, noise_survival
 from ._stability import (
     SoftLabelHistogram,
