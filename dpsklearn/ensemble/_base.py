@@ -25,7 +25,6 @@ from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
 from .._warn import warn_user, warning_scope
-from ..mechanisms import ConfidentGNMaxRelease, GNMaxRelease, SoftMajority
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
 from ._student import AnswerStudent
@@ -381,16 +380,6 @@ def _gaussian_argmax_share(lead, n_classes):
     return float(np.sum(weights * inner) / np.sum(weights))
 
 
-def _argmax_noise(mechanism):
-    """``("exponential", eps)``, ``("gaussian", sigma)`` or ``None`` (exact answers)."""
-    if isinstance(mechanism, SoftMajority):
-        return "exponential", float(mechanism.epsilon_per_query)
-    sigma = getattr(getattr(mechanism, "calibration", None), "sigma_argmax", None)
-    if isinstance(mechanism, (GNMaxRelease, ConfidentGNMaxRelease)) and sigma:
-        return "gaussian", float(sigma)
-    return None
-
-
 def unanimous_release_share(mechanism, n_teachers, n_classes):
     """How often ``mechanism`` releases the class all ``k`` teachers vote for.
 
@@ -403,7 +392,7 @@ def unanimous_release_share(mechanism, n_teachers, n_classes):
     mechanisms release the teachers' majority itself when they agree (the
     stability test): 1.
     """
-    noise = _argmax_noise(mechanism)
+    noise = None if mechanism is None else mechanism.argmax_noise()
     if noise is None or n_teachers < 1 or n_classes < 2:
         return 1.0
     kind, scale = noise
@@ -422,7 +411,7 @@ def absent_class_share(mechanism, n_teachers, n_classes):
     a Gaussian noisy argmax with ``E[Phi(Z - k / ((C - 1) sigma))^(C-1)]``.
     Mechanisms that release the majority itself never name it: 0.
     """
-    noise = _argmax_noise(mechanism)
+    noise = None if mechanism is None else mechanism.argmax_noise()
     if noise is None or n_teachers < 1 or n_classes < 2:
         return 0.0
     kind, scale = noise

@@ -338,9 +338,7 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
                 resolved["estimator"] = make_pipeline(
                     StandardScaler(with_mean=False), Ridge(alpha=TEACHER_PENALTY)
                 )
-            if isinstance(params["mechanism"], str) and (
-                params["mechanism"] == "adaptive_range"
-            ):
+            if params["mechanism"] == "adaptive_range":  # the shorthand only
                 resolved["mechanism"] = "clipped_mean"
             teacher.set_params(**resolved)
             # Its answers label public rows for the student, which averages

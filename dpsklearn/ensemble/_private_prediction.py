@@ -24,17 +24,16 @@ from sklearn.utils.metaestimators import available_if
 from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import abstain_label_for, take_rows
-from .._warn import warn_user
 from ..mechanisms import (
     Exponential,
     GNMax,
-    GNMaxRelease,
     MechanismOptions,
+    PlanContext,
     SoftMajority,
     resolve_mechanism,
+    unvalidated_mechanism,
 )
 from ..noise import project_to_simplex
-from ..planning import private_prediction_r
 from ..serving import ReleaseCache, row_keys, serve
 from ..teachers import teacher_class_probabilities
 from ._base import (
@@ -105,13 +104,10 @@ def _teachers_have(method):
 
 def _proba_available(self):
     """GNMax's ``predict_proba`` reads only votes; the other needs teacher rows."""
-    mechanism = getattr(self, "privacy_mechanism_", None)
-    gnmax = (
-        self.mechanism == "gnmax" or isinstance(self.mechanism, GNMax)
-        if mechanism is None
-        else isinstance(mechanism, GNMaxRelease)
-    )
-    return gnmax or _teachers_have("predict_proba")(self)
+    options = getattr(self, "mechanism_", None)
+    if options is None:
+        options = unvalidated_mechanism(self.mechanism, self._mechanisms, Exponential)
+    return options.proba_from_votes or _teachers_have("predict_proba")(self)
 
 
 class PrivatePredictionClassifier(
@@ -347,31 +343,6 @@ class PrivatePredictionClassifier(
         self.verbose = verbose
 
     # -- fit -----------------------------------------------------------------
-    def _resolve_k(self, n_samples, options):
-        if self.n_estimators != "auto":
-            return self._resolve_n_estimators(n_samples)
-        supported = self._supported_n_estimators(n_samples)
-        if isinstance(options, GNMax):
-            # sigma does not depend on k, so "auto" takes every teacher the
-            # data supports (more teachers, fewer answers flipped by noise).
-            return supported
-        epsilon_per_query = options.epsilon_per_query(
-            self.epsilon, self.delta, self._planned_queries()
-        )
-        needed = private_prediction_r(options.target_error, epsilon_per_query)  # Thm 1
-        if needed > supported:
-            warn_user(
-                f"n_estimators='auto': answers within target_error="
-                f"{options.target_error} at this budget need {needed} teachers "
-                f"(epsilon={self.epsilon:g} over max_queries={self.max_queries} "
-                f"answers), but {n_samples} training rows give only {supported} "
-                f"teachers of 20 rows each; using {supported}, so expect more "
-                "wrong answers. More training rows, a smaller max_queries or a "
-                "larger epsilon help.",
-                UserWarning,
-            )
-        return min(needed, supported)
-
     @keeps_live_model
     def fit(self, X: ArrayLike, y: ArrayLike) -> PrivatePredictionClassifier:
         """Train the teachers on disjoint shards and reserve the whole budget.
@@ -400,28 +371,40 @@ class PrivatePredictionClassifier(
         options = resolve_mechanism(
             self.mechanism, self._mechanisms, owner=type(self).__name__
         )
-        gnmax = isinstance(options, GNMax)
-        if gnmax and self.delta == 0:
+        if options.needs_positive_delta and self.delta == 0:
             raise ValueError(
-                "delta=0 is not allowed with mechanism='gnmax': the Gaussian "
-                "mechanism's guarantee needs delta > 0. Pass a delta in (0, 1), "
-                "or use mechanism='exponential' for a pure guarantee."
+                f"delta=0 is not allowed with mechanism={options.shorthand!r}: "
+                "the Gaussian mechanism's guarantee needs delta > 0. Pass a delta "
+                "in (0, 1), or use mechanism='exponential' for a pure guarantee."
             )
         X, y_encoded, classes = self._validate_classification_data(X, y)
         n_samples, n_classes = X.shape[0], len(classes)
-        self._check_epsilon_delta(n_samples, delta_positive=gnmax)
+        self._check_epsilon_delta(
+            n_samples, delta_positive=options.needs_positive_delta
+        )
         self._check_teacher(n_samples, classifier=True)
         self._check_label_set(classes)
-        n_estimators = self._resolve_k(n_samples, options)
-        self._check_shard_size(n_samples, n_estimators)
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            max_queries=max_queries,
-            n_teachers=n_estimators,
-            n_classes=n_classes,
+        # The options plan themselves from public numbers (docs/architecture.rst,
+        # "How a mechanism plans itself"): GNMax takes every teacher the rows
+        # support (its sigma does not depend on k), the exponential mechanism
+        # Theorem 1's count for its target_error.
+        planned = options.plan(
+            PlanContext(
+                owner=type(self).__name__,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                n_samples=n_samples,
+                n_classes=n_classes,
+                n_estimators=self._resolve_n_estimators(n_samples),
+                n_estimators_fixed=self.n_estimators != "auto",
+                max_queries=self.max_queries,
+                planned_queries=max_queries,
+                min_samples_per_shard=self._min_rows_per_teacher,
+            )
         )
-        if gnmax:
+        mechanism, n_estimators = planned.mechanism, planned.n_estimators
+        self._check_shard_size(n_samples, n_estimators)
+        if options.proba_from_votes:
             noisy_counts = ReleaseCache({"noisy_counts": (np.int64, (n_classes,))})
             # predict and predict_proba read one release per row: one cache.
             caches = {"predict": noisy_counts, "predict_proba": noisy_counts}
@@ -485,8 +468,9 @@ class PrivatePredictionClassifier(
             mean[rows] = proba.mean(axis=0)
         return mean
 
-    def _is_gnmax(self):
-        return isinstance(self.privacy_mechanism_, GNMaxRelease)
+    def _proba_from_votes(self):
+        """Whether the release is the noisy vote counts (GNMax)."""
+        return self.mechanism_.proba_from_votes
 
     # -- predict -------------------------------------------------------------
     def predict(
@@ -525,7 +509,7 @@ class PrivatePredictionClassifier(
         X = self._validate_query(X)
         sources: dict = {}
         fallback = self._student_fallback(X, sources)
-        if self._is_gnmax():
+        if self._proba_from_votes():
             # argmax of the noisy counts, ties to the lowest class index
             labels, abstained = self._serve(
                 X,
@@ -581,7 +565,7 @@ class PrivatePredictionClassifier(
         """
         X = self._validate_query(X)
         fallback = self._student_fallback(X, {}, proba=True)
-        if self._is_gnmax():
+        if self._proba_from_votes():
             k = self.n_estimators_
             proba, _ = self._serve(
                 X,

@@ -305,7 +305,7 @@ default="adaptive_range"
             max_queries=self.max_queries,
             epsilon=self.epsilon,
             delta=self.delta,
-            aggregate="adaptive" if isinstance(options, AdaptiveRange) else "mean",
+            aggregate=options.regression_aggregate,
             range_share=getattr(options, "range_share", 0.1),
             target_std=spread,
         )
@@ -336,7 +336,7 @@ default="adaptive_range"
 
     def _statistic(self, X):
         """What the mechanism reads: every teacher's prediction, or their mean."""
-        if isinstance(self.mechanism_, AdaptiveRange):
+        if self.mechanism_.reads_each_teacher:
             return self._teacher_predictions(X)
         return self._clipped_mean(X)
 

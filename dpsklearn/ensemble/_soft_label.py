@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,7 +30,9 @@ from .._warn import warn_user
 from ..mechanisms import (
     ClippedMean,
     MechanismOptions,
+    PlanContext,
     SoftLabelHistogram,
+    SoftLabelTest,
     resolve_mechanism,
 )
 from ..serving import ReleaseCache, row_keys, serve
@@ -290,38 +292,9 @@ default="auto"
         self._check_epsilon_delta(n_samples, delta_positive=True)
         n_estimators = self._resolve_n_estimators(n_samples)
         self._check_shard_size(n_samples, n_estimators)
-        options, mechanism, max_queries = self._choose(options, n_estimators, auto)
-        if isinstance(options, ClippedMean):
-            return FitPlan(
-                mechanism,
-                X,
-                y,
-                delta=self.delta,
-                training={
-                    "n_estimators": n_estimators,
-                    "n_classes": 2 if method == "predict_proba" else None,
-                },
-                serving={
-                    "max_queries": max_queries,
-                    "caches": {"predict": ReleaseCache(_MEAN_FIELDS)},
-                    "on_exhausted": "abstain",
-                    "fill": lo + 0.5 * (hi - lo),
-                },
-                attributes={
-                    "mechanism_": options,
-                    "n_bins_": None,
-                    "soft_label_method_": method,
-                    "target_range_": (lo, hi),
-                    "_value_student_": (
-                        ValueStudent(self._base_estimator()) if auto else None
-                    ),
-                },
-            )
-        n_bins = options.n_bins()
-        if self.n_estimators == "auto" and not auto:
-            self._warn_if_nothing_can_pass(n_estimators, options, mechanism)
+        planned = self._choose(options, n_samples, n_estimators, auto)
         return FitPlan(
-            mechanism,
+            planned.mechanism,
             X,
             y,
             delta=self.delta,
@@ -330,14 +303,15 @@ default="auto"
                 "n_classes": 2 if method == "predict_proba" else None,
             },
             serving={
-                "max_queries": self.max_queries,
-                "caches": {"predict": ReleaseCache(_FIELDS)},
+                "max_queries": planned.max_queries,
+                "caches": {"predict": ReleaseCache(dict(planned.cached_fields or {}))},
                 "on_exhausted": "abstain",
                 "fill": lo + 0.5 * (hi - lo),
             },
             attributes={
-                "mechanism_": options,
-                "n_bins_": n_bins,
+                "mechanism_": planned.options,
+                # The double test's mechanism states its bins (n_bins_).
+                "n_bins_": None,
                 "soft_label_method_": method,
                 "target_range_": (lo, hi),
                 "_value_student_": (
@@ -346,8 +320,9 @@ default="auto"
             },
         )
 
-    def _choose(self, options, n_estimators, auto):
-        """The mechanism; ``"auto"``: the double test where it can pass, else the mean.
+    def _choose(self, options, n_samples, n_estimators, auto):
+        """The mechanism's plan; ``"auto"``: the double test where it can pass,
+        else the mean.
 
         Public numbers only: unanimous soft labels give distance
         ``ceil(k/2) - 1``; when that does not clear the test's threshold
@@ -356,34 +331,46 @@ default="auto"
         its share of the budget over the planned queries
         (:class:`~dpsklearn.mechanisms.ClippedMean`, sensitivity ``1/k``).
         """
-        planned = PLANNED_QUERIES if self.max_queries is None else self.max_queries
-        if isinstance(options, SoftLabelHistogram):
-            mechanism = options.calibrate(
-                self.epsilon, self.delta, max_queries=self.max_queries
-            )
-            unanimous = math.ceil(n_estimators / 2) - 1
-            if not auto or unanimous > mechanism.calibration.threshold:
-                return options, mechanism, self.max_queries
-            threshold = mechanism.calibration.threshold
-            options = ClippedMean()
-            warn_user(
-                f"mechanism='auto' chose ClippedMean() on the soft labels: with "
-                f"{n_estimators} teachers at epsilon={self.epsilon} even "
-                f"unanimous soft labels (distance {unanimous}) cannot pass the "
-                f"double stability test (its threshold is {threshold:.0f}), so each "
-                f"query's mean soft label is released with noise, for "
-                f"{planned} planned queries; the rows after them are answered "
-                "by a student of the released values (free).",
-                UserWarning,
-            )
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            max_queries=planned,
-            target_range=(0.0, 1.0),
-            n_teachers=n_estimators,
+        planned_queries = (
+            PLANNED_QUERIES if self.max_queries is None else self.max_queries
         )
-        return options, mechanism, planned
+        context = PlanContext(
+            owner=type(self).__name__,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            n_samples=n_samples,
+            n_classes=2,
+            n_estimators=n_estimators,
+            n_estimators_fixed=self.n_estimators != "auto",
+            max_queries=self.max_queries,
+            planned_queries=planned_queries,
+            min_samples_per_shard=self._min_rows_per_teacher,
+            value_range=(0.0, 1.0),  # soft labels
+        )
+        if not auto:
+            return options.plan(context)
+        # "auto" starts from SoftLabelHistogram() (_plan), whose test is known.
+        # Its plan runs only where unanimous labels can pass, so its own
+        # nothing-can-pass warning never repeats the choice below.
+        test = cast(
+            SoftLabelTest,
+            options.calibrate(self.epsilon, self.delta, max_queries=self.max_queries),
+        )
+        unanimous = math.ceil(n_estimators / 2) - 1
+        threshold = test.calibration.threshold
+        if unanimous > threshold:
+            return options.plan(context)
+        warn_user(
+            f"mechanism='auto' chose ClippedMean() on the soft labels: with "
+            f"{n_estimators} teachers at epsilon={self.epsilon} even "
+            f"unanimous soft labels (distance {unanimous}) cannot pass the "
+            f"double stability test (its threshold is {threshold:.0f}), so each "
+            f"query's mean soft label is released with noise, for "
+            f"{planned_queries} planned queries; the rows after them are answered "
+            "by a student of the released values (free).",
+            UserWarning,
+        )
+        return ClippedMean().plan(context)
 
     def _train(self, plan):
         return self._fit_teachers(
@@ -393,21 +380,6 @@ default="auto"
             n_classes=plan.training["n_classes"],
             fuse=False,
         )
-
-    def _warn_if_nothing_can_pass(self, n_estimators, options, mechanism):
-        calibration = mechanism.calibration
-        best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
-        if best_distance <= calibration.threshold:
-            warn_user(
-                f"n_estimators='auto' chose {n_estimators} teachers (20 rows "
-                "per shard); even when they all agree, their soft labels "
-                "cannot pass the stability test at this budget "
-                f"({calibration.name} calibration, max_unstable="
-                f"{options.max_unstable}), so almost every query will get the "
-                f"fallback answer ({options.fallback!r}). More training rows, a "
-                "larger epsilon or a smaller max_unstable help.",
-                UserWarning,
-            )
 
     # -- predict -------------------------------------------------------------
     def _soft_labels(self, X, method, target_range):
@@ -486,19 +458,19 @@ default="auto"
         lo, hi = self.target_range_
         method = self.soft_label_method_
         sources: dict = {}
-        if isinstance(self.mechanism_, ClippedMean):
+        if self.mechanism_.reads_each_teacher:  # the double test's histogram
+
+            def statistic(rows):
+                return self._soft_labels(take_rows(X, rows), method, (lo, hi))
+
+            fields = _FIELDS
+        else:  # the mean soft label
 
             def statistic(rows):
                 soft = self._soft_labels(take_rows(X, rows), method, (lo, hi))
                 return soft.mean(axis=0)
 
             fields = _MEAN_FIELDS
-        else:
-
-            def statistic(rows):
-                return self._soft_labels(take_rows(X, rows), method, (lo, hi))
-
-            fields = _FIELDS
         values, abstained = serve(
             self._serving_state_,
             "predict",

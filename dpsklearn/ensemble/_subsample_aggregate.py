@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 
+from .. import planning
 from .._base import FitPlan, PublicLabelsMixin, keeps_live_model
 from .._param_validation import Interval, StrOptions
 from .._validation import abstain_label_for, n_rows, take_rows
@@ -29,11 +30,12 @@ from ..mechanisms import (
     ConfidentGNMax,
     Exponential,
     MechanismOptions,
+    PlanContext,
     PublicPrior,
     SparseVector,
     resolve_mechanism,
 )
-from ..planning import exponential_teachers, plan_stability_test, plan_vote_mechanisms
+from ..planning import plan_vote_mechanisms
 from ..serving import ReleaseCache, row_keys, serve
 from ._base import (
     ENSEMBLE_CONSTRAINTS,
@@ -49,8 +51,6 @@ _FIELDS = {"label": (np.int64, ()), "abstained": (np.bool_, ())}
 #: Queries planned for when ``max_queries`` is None (the sparse vector test
 #: needs no cap; Confident-GNMax's guarantee charges this many).
 PLANNED_QUERIES = 1000
-#: A test whose unanimous queries pass less often than this answers nothing.
-_NOTHING_PASSES = 1e-6
 
 
 class SubsampleAggregateClassifier(
@@ -363,30 +363,29 @@ PublicPriorTest
         self._check_teacher(n_samples, classifier=True)
         self._check_label_set(classes)
         options = self._choose_mechanism(n_samples, len(classes))
-        serving: dict = {}
-        if isinstance(options, Exponential):
-            mechanism, n_estimators, max_queries = self._exponential(
-                options, n_samples, classes
-            )
-            # A row asked again gets the label already released for it, free.
-            serving["caches"] = {"predict": ReleaseCache({"label": (np.int64, ())})}
-        elif isinstance(options, ConfidentGNMax):
-            mechanism, options, n_estimators, max_queries = self._confident_gnmax(
-                options, n_samples, classes
-            )
-        elif isinstance(options, PublicPrior):
-            n_estimators = self._resolve_n_estimators(n_samples)
-            mechanism = options.calibrate(
-                self.epsilon,
-                self.delta,
-                n_teachers=n_estimators,
+        # The options plan themselves from public numbers (docs/architecture.rst,
+        # "How a mechanism plans itself"): k, the query cap, the calibration.
+        planned = options.plan(
+            PlanContext(
+                owner=type(self).__name__,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                n_samples=n_samples,
+                n_classes=len(classes),
+                n_estimators=self._resolve_n_estimators(n_samples),
+                n_estimators_fixed=self.n_estimators != "auto",
                 max_queries=self.max_queries,
+                planned_queries=self._planned_queries(),
+                min_samples_per_shard=MIN_SAMPLES_PER_SHARD,
+                planner=planning,
             )
-            self._warn_if_public_answers_cannot_pass(options, mechanism, n_estimators)
-            max_queries = self.max_queries
-        else:
-            mechanism, options, n_estimators = self._stability_test(options, n_samples)
-            max_queries = self.max_queries
+        )
+        mechanism, options = planned.mechanism, planned.options
+        n_estimators, max_queries = planned.n_estimators, planned.max_queries
+        serving: dict = {}
+        if planned.cached_fields is not None:
+            # A row asked again gets the answer already released for it, free.
+            serving["caches"] = {"predict": ReleaseCache(dict(planned.cached_fields))}
         self._check_shard_size(n_samples, n_estimators)
         abstain_label = abstain_label_for(classes)
         return FitPlan(
@@ -420,24 +419,6 @@ PublicPriorTest
     def _planned_queries(self):
         return PLANNED_QUERIES if self.max_queries is None else self.max_queries
 
-    def _plan_stability(self, options, n_samples, n_estimators=None):
-        """The planner's best ``(k, T)`` row for the stability test."""
-        return plan_stability_test(
-            n_samples,
-            self._planned_queries(),
-            self.epsilon,
-            self.delta,
-            unstable_fraction=options.unstable_fraction,
-            n_estimators=n_estimators,
-            max_unstable=(
-                None if options.max_unstable == "auto" else options.max_unstable
-            ),
-            min_samples_per_shard=MIN_SAMPLES_PER_SHARD,
-            calibration=options.noise,
-            fallback=options.fallback,
-            noisy_max_share=options.noisy_max_share,
-        )[0]
-
     def _choose_mechanism(self, n_samples, n_classes):
         """The mechanism options; ``"auto"`` decided from public numbers only.
 
@@ -450,7 +431,10 @@ PublicPriorTest
         """
         if self.mechanism != "auto":
             return resolve_mechanism(
-                self.mechanism, self._mechanisms, owner=type(self).__name__
+                self.mechanism,
+                self._mechanisms,
+                owner=type(self).__name__,
+                interface="vote_labels",  # the votes in, label and abstained out
             )
         fixed_k = None if self.n_estimators == "auto" else self.n_estimators
         if fixed_k is not None:
@@ -484,150 +468,6 @@ PublicPriorTest
             UserWarning,
         )
         return options
-
-    def _stability_test(self, options, n_samples):
-        """The sparse vector mechanism, its resolved options and ``k``."""
-        n_estimators = self._resolve_n_estimators(n_samples)
-        max_unstable = options.max_unstable
-        plan = None
-        if self.n_estimators == "auto" or max_unstable == "auto":
-            # The planner (docs/design.rst, "The stability planner"): the
-            # (k, T) expected to answer most of the queries by passing.
-            plan = self._plan_stability(
-                options,
-                n_samples,
-                None if self.n_estimators == "auto" else n_estimators,
-            )
-            n_estimators, max_unstable = plan.n_estimators, plan.max_unstable
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            max_unstable=max_unstable,
-            max_queries=self.max_queries,
-        )
-        self._warn_if_little_can_pass(n_estimators, options, mechanism, plan)
-        resolved = clone(options).set_params(max_unstable=int(max_unstable))
-        return mechanism, resolved, n_estimators
-
-    def _warn_if_little_can_pass(self, n_estimators, options, mechanism, plan):
-        # The largest possible distance is ceil(k/2) - 1 (unanimous teachers);
-        # when even that sits below w, a query passes only on a noise excess of
-        # several noise scales, so essentially nothing is answered by the test.
-        calibration = mechanism.calibration
-        best_distance = -(-n_estimators // 2) - 1
-        cannot = best_distance <= calibration.threshold
-        low = plan is not None and plan.expected_answered < 0.5
-        if not (cannot or low):
-            return
-        if (
-            options.fallback == "abstain"
-            and calibration.pass_probability(best_distance) < _NOTHING_PASSES
-        ):
-            # Nothing at all will be answered. A warning, not an error: inside
-            # a search over epsilon such a candidate scores its abstentions
-            # (answered fraction 0) instead of failing to fit.
-            warn_user(
-                f"SparseVector(fallback='abstain') with {n_estimators} teachers "
-                f"at epsilon={self.epsilon} will answer nothing: even unanimous "
-                "votes pass the stability test with probability below "
-                f"{_NOTHING_PASSES:g}, so every query is abstained on. "
-                "Use more training rows, a larger epsilon or a smaller "
-                "max_unstable, mechanism=ConfidentGNMax() or the default "
-                "mechanism='auto', or PrivatePredictionClassifier.",
-                UserWarning,
-            )
-            return
-        what = (
-            "even unanimous votes fall short of the stability test's "
-            "threshold, so almost no query can pass the test"
-            if cannot
-            else f"a query needs {plan.agreement_to_pass:.0%} of the teachers to "
-            "agree to pass; the planner expects "
-            f"{plan.expected_answered:.0%} of {self._planned_queries()} queries "
-            f"answered with unstable_fraction={options.unstable_fraction}"
-        )
-        warn_user(
-            f"SubsampleAggregateClassifier with {n_estimators} teachers "
-            f"({calibration.name} calibration, max_unstable={calibration.cutoff}, "
-            f"epsilon={self.epsilon}): {what}. More training rows, a larger "
-            "epsilon or fewer queries help; see "
-            "dpsklearn.planning.plan_stability_test, or use "
-            "mechanism=ConfidentGNMax(), PrivatePredictionClassifier or "
-            "KnowledgeTransferClassifier.",
-            UserWarning,
-        )
-
-    def _warn_if_public_answers_cannot_pass(self, options, mechanism, n_estimators):
-        # A unanimous vote for the public answer (k votes) is the best score;
-        # when even it rarely clears the public threshold, the test fails on
-        # almost every query (public numbers only: k, the threshold, noise).
-        calibration = mechanism.calibration
-        unanimous = calibration.pass_probability(n_estimators)
-        if unanimous >= 0.5:
-            return
-        outcome = (
-            "will answer nothing: every query is abstained on"
-            if options.fallback == "abstain" and unanimous < _NOTHING_PASSES
-            else "fails almost every test"
-        )
-        warn_user(
-            f"PublicPrior with {n_estimators} teachers at epsilon={self.epsilon} "
-            f"{outcome}: even all {n_estimators} teachers agreeing with the public "
-            f"answer pass its threshold ({calibration.threshold:.0f} votes plus "
-            f"noise) with probability {unanimous:.2g}. Use more teachers, a "
-            "larger epsilon, a smaller max_unstable or a larger disagreement.",
-            UserWarning,
-        )
-
-    def _exponential(self, options, n_samples, classes):
-        """The exponential mechanism, ``k`` (PrivatePredictionClassifier's rule)
-        and the queries it pays for (part of the guarantee)."""
-        max_queries = self._planned_queries()
-        if self.n_estimators == "auto":
-            n_estimators, _ = exponential_teachers(
-                n_samples,
-                self.epsilon,
-                self.delta,
-                max_queries,
-                target_error=options.target_error,
-            )
-        else:
-            n_estimators = self._resolve_n_estimators(n_samples)
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            max_queries=max_queries,
-            n_teachers=n_estimators,
-            n_classes=len(classes),
-        )
-        return mechanism, n_estimators, max_queries
-
-    def _confident_gnmax(self, options, n_samples, classes):
-        """Confident-GNMax, its options, ``k`` and the queries it pays for."""
-        max_queries = self._planned_queries()
-        n_estimators = self._resolve_n_estimators(n_samples)
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            max_queries=max_queries,
-            n_teachers=n_estimators,
-            n_classes=len(classes),
-        )
-        if mechanism.threshold > n_estimators:
-            warn_user(
-                f"ConfidentGNMax with {n_estimators} teachers: its vote "
-                f"threshold ({mechanism.threshold:.0f} votes, for max_answers="
-                f"{mechanism.calibration.max_answers} at epsilon={self.epsilon}) "
-                "is more than the number of teachers, so only noise can pass "
-                "the check and almost every query will be abstained on; use "
-                "more teachers, fewer max_answers or max_queries, or a larger "
-                "epsilon.",
-                UserWarning,
-            )
-        resolved = clone(options).set_params(
-            max_answers=mechanism.calibration.max_answers
-        )
-        return mechanism, resolved, n_estimators, max_queries
 
     # -- predict -------------------------------------------------------------
     def predict(
@@ -663,18 +503,13 @@ PublicPriorTest
             Only when ``return_source=True`` (after ``abstained`` when both).
         """
         X = self._validate_query(X)
-        if isinstance(self.mechanism_, PublicPrior):
-            # The public model's answers are public: computed on the query
-            # rows, they enter the test beside the votes.
-            def statistic(rows):
-                X_rows = take_rows(X, rows)
-                public = self.mechanism_.public_indices(X_rows, self.classes_)
-                return self._vote_counts(X_rows), public
 
-        else:
-
-            def statistic(rows):
-                return self._vote_counts(take_rows(X, rows))
+        def statistic(rows):
+            # The votes, and whatever public values the mechanism reads beside
+            # them (PublicPrior: the public model's answers on the rows).
+            X_rows = take_rows(X, rows)
+            votes = self._vote_counts(X_rows)
+            return self.mechanism_.statistic(votes, X_rows, self.classes_)
 
         sources: dict = {}
         state = self._serving_state_

@@ -23,7 +23,7 @@ from sklearn.utils.extmath import row_norms
 from .._param_validation import Interval, validate_parameter_constraints
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
-from ..mechanisms import MechanismOptions, SufficientStatistics
+from ..mechanisms import MechanismOptions
 from ._kernels import KERNELS, SHIFT_INVARIANT_KERNELS
 
 #: The keys ``kernel_params`` may carry, and their constraints.
@@ -87,14 +87,14 @@ def check_kernel(
                 "hold. Use coef0 >= 0."
             )
         degree, coef0 = int(degree), float(coef0)
-    statistics = isinstance(options, SufficientStatistics)
+    statistics = options.releases_statistics
     if statistics and kernel not in SHIFT_INVARIANT_KERNELS:
         raise ValueError(
             f"SufficientStatistics maps rows through random Fourier features "
             f"of a shift-invariant kernel; kernel={kernel!r} is not one. Use "
             "kernel='rbf' or 'laplacian', or mechanism=OutputPerturbation()."
         )
-    model = not statistics and getattr(options, "release", None) == "model"
+    model = not statistics and options.publishes_model
     if model and kernel not in SHIFT_INVARIANT_KERNELS:
         raise ValueError(
             f"OutputPerturbation(release='model') needs a shift-invariant "

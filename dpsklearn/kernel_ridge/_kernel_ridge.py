@@ -34,11 +34,11 @@ from typing import Any, cast
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
+from .._base import PrivateEstimatorMixin, keeps_live_model
 from .._param_validation import (
     HasMethods,
     Interval,
@@ -56,6 +56,7 @@ from ..mechanisms import (
     OutputPerturbation,
     SufficientStatistics,
     resolve_mechanism,
+    unvalidated_mechanism,
 )
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
@@ -63,15 +64,13 @@ from ._kernel_checks import (
     check_kernel,
     resolve_feature_bounds,
     resolve_target_range,
-    resolve_x_bound,
     scale_by_bounds,
 )
+from ._kernel_ridge_plan import plan_output_perturbation
 from ._kernels import (
-    NORM_BOUNDED_KERNELS,
     _clip_rows,
     _fourier_features,
     _fourier_frequencies,
-    _kappa,
 )
 from ._random_feature_ssp import (
     plan_statistics,
@@ -82,9 +81,7 @@ from ._random_feature_ssp import (
 from ._sharding import (
     ShardKernelRidge,
     clipped_shard_mean,
-    plan_shards,
     query_block_rows,
-    resolve_working_memory,
 )
 
 __all__ = ["PrivateKernelRidge"]
@@ -424,18 +421,18 @@ default="sufficient_statistics"
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # Random Fourier features of sufficient statistics need dense rows.
-        options = self.mechanism
-        if isinstance(options, str):
-            options = self._mechanisms.get(options, OutputPerturbation)()
-        tags.input_tags.sparse = not isinstance(options, SufficientStatistics)
+        options = unvalidated_mechanism(
+            self.mechanism, self._mechanisms, OutputPerturbation
+        )
+        tags.input_tags.sparse = not options.releases_statistics
         return tags
 
     def __dpsklearn_publishable__(self):
         """Whether the fitted model is publishable: only a released model is."""
-        options = self.mechanism
-        if isinstance(options, str):
-            options = self._mechanisms[options]()
-        return bool(getattr(options, "publishes_model", False))
+        options = unvalidated_mechanism(
+            self.mechanism, self._mechanisms, OutputPerturbation
+        )
+        return options.publishes_model
 
     # -- fit -----------------------------------------------------------------
     def _fit_shards(self, X, y, n_shards, spec, frequencies):
@@ -505,9 +502,9 @@ default="sufficient_statistics"
             X = scale_by_bounds(X, feature_bounds)
         warn_if_delta_large(float(self.delta), n_samples)
         lo, hi = resolve_target_range(self.y_bound, y)
-        if isinstance(options, SufficientStatistics):
+        if options.releases_statistics:
             plan = plan_statistics(
-                options,
+                cast(SufficientStatistics, options),
                 X,
                 y,
                 epsilon=self.epsilon,
@@ -519,69 +516,18 @@ default="sufficient_statistics"
             plan.attributes["feature_bounds_"] = feature_bounds
             return plan
         # The other of _mechanisms (resolve_mechanism takes no other class).
-        options = cast(OutputPerturbation, options)
-        working_memory = resolve_working_memory(None)
-        model = options.release == "model"
-        n_weights = 2 * options.n_components if model else None
-        # The memory guard: refused here, before any Gram matrix exists.
-        n_shards = plan_shards(n_samples, options.n_shards, working_memory, n_weights)
-        # Lemma 2 reads |y| <= M: the fit runs on targets centred at the
-        # public range's midpoint, so M is the half-width (hi - lo) / 2, the
-        # smallest bound the public range gives; predictions add the
-        # midpoint back (post-processing). A range (5, 10) thus costs M = 2.5,
-        # not 10, and the model has no intercept to learn.
-        center = 0.5 * (lo + hi)
-        y_bound = 0.5 * (hi - lo)
-        x_bound = None
-        if kernel in NORM_BOUNDED_KERNELS:
-            x_bound = resolve_x_bound(self.kernel, self.kernel_params, X)
-        if model:
-            kappa = 1.0  # paired Fourier features: ||phi(x)||_2 = 1 exactly
-        else:
-            kappa = _kappa(kernel, gamma, degree, coef0, x_bound)
-        mechanism = options.calibrate(
-            self.epsilon,
-            self.delta,
-            kappa=kappa,
-            y_bound=y_bound,
-            alpha=float(self.alpha),
-            n_samples=n_samples,
-            n_shards=n_shards,
-            max_queries=self.max_queries,
-        )
-        serving = (
-            {"released": True}
-            if model
-            else {
-                # Not None: calibrate refuses None for release="predictions".
-                "max_queries": int(cast(int, self.max_queries)),
-                "on_exhausted": "abstain",
-                "fill": 0.0,  # centred: the midpoint once it is added back
-            }
-        )
-        return FitPlan(
-            mechanism,
+        return plan_output_perturbation(
+            cast(OutputPerturbation, options),
             X,
-            np.clip(y, lo, hi) - center,
+            y,
+            epsilon=self.epsilon,
             delta=self.delta,
-            training={"spec": (kernel, gamma, degree, coef0, x_bound)},
-            serving=serving,
-            attributes={
-                "mechanism_": clone(options).set_params(n_shards=n_shards),
-                "kappa_": kappa,
-                "n_estimators_": n_shards,
-                "working_memory_": working_memory,
-                "sensitivity_": mechanism.sensitivity,
-                "grid_step_": mechanism.grid_step,
-                "noise_scale_": mechanism.noise_scale,
-                "y_bound_": y_bound,
-                "target_range_": (lo, hi),
-                "center_": center,
-                "x_bound_": x_bound,
-                "feature_bounds_": feature_bounds,
-                "gamma_": gamma,
-                "_kernel_spec_": (kernel, gamma, degree, coef0, x_bound),
-            },
+            alpha=float(self.alpha),
+            max_queries=self.max_queries,
+            kernel_spec=(kernel, gamma, degree, coef0),
+            x_bound_source=(self.kernel, self.kernel_params),
+            target_range=(lo, hi),
+            feature_bounds=feature_bounds,
         )
 
     def _train(self, plan):

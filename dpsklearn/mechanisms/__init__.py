@@ -42,14 +42,18 @@ them. The mathematics of each is in ``docs/design.rst``.
   (``SubsampleAggregateClassifier(mechanism=PublicPrior(public_model))``).
 
 The user-facing options of each mechanism are parameter objects
-(:class:`SparseVector`, :class:`ConfidentGNMax`, :class:`Exponential`,
-:class:`GNMax`, :class:`SoftLabelHistogram` in ``_options_votes.py``;
+(each beside its family's calibration and engine, in modules that share a
+stem: :class:`SparseVector` in ``_sparse_vector_options.py``;
+:class:`ConfidentGNMax` and :class:`GNMax` in ``_gnmax_options.py``;
+:class:`Exponential` in ``_per_query_options.py``; :class:`SoftLabelHistogram`
+beside its test in ``_stability.py``;
 :class:`ClippedMean`, :class:`AdaptiveRange`, :class:`OutputPerturbation`,
 :class:`SufficientStatistics` in ``_options_values.py``;
 :class:`RepeatAndSelect` in ``_options_selection.py``; :class:`PublicPrior`
 in ``_public_prior.py``; their base :class:`MechanismOptions` in
-``_options.py``): an estimator calibrates them into the classes above at
-``fit``.
+``_options.py``): at ``fit`` an estimator asks them to plan themselves
+(:meth:`MechanismOptions.plan` on a :class:`PlanContext`, returning a
+:class:`MechanismPlan`) or calibrates them into the classes above.
 """
 
 from ._adaptive_range import (
@@ -79,6 +83,7 @@ from ._gnmax import (
     gnmax,
     gnmax_noisy_counts,
 )
+from ._gnmax_options import ConfidentGNMax, GNMax
 from ._grid_gaussian import (
     GridGaussianEngine,
     GridGaussianRelease,
@@ -92,7 +97,14 @@ from ._kernel_ridge import (
     kernel_ridge_weight_release,
     weight_sensitivity,
 )
-from ._options import MechanismOptions, resolve_mechanism
+from ._options import (
+    MechanismOptions,
+    MechanismPlan,
+    PlanContext,
+    TeacherPlanner,
+    resolve_mechanism,
+    unvalidated_mechanism,
+)
 from ._options_selection import RepeatAndSelect
 from ._options_values import (
     AdaptiveRange,
@@ -100,15 +112,8 @@ from ._options_values import (
     OutputPerturbation,
     SufficientStatistics,
 )
-from ._options_votes import (
-    ConfidentGNMax,
-    Exponential,
-    GNMax,
-    SoftLabelHistogram,
-    SparseVector,
-    soft_label_bins,
-)
 from ._per_query import GridLaplaceRelease, SoftMajority
+from ._per_query_options import Exponential
 from ._public_prior import (
     PublicPrior,
     PublicPriorEngine,
@@ -126,8 +131,15 @@ from ._sparse_vector_calibration import (
     calibrate_sparse_vector,
     sparse_vector_candidates,
 )
+from ._sparse_vector_options import SparseVector
 from ._sparse_vector_tails import noise_quantiles, noise_survival
-from ._stability import SoftLabelTest, StabilityTest, soft_label_histograms
+from ._stability import (
+    SoftLabelHistogram,
+    SoftLabelTest,
+    StabilityTest,
+    soft_label_bins,
+    soft_label_histograms,
+)
 from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import (
     NoisyStatistics,

@@ -137,6 +137,17 @@ class Mechanism(abc.ABC):
         """The public figures an estimator exposes as fitted attributes."""
         return {}
 
+    def argmax_noise(self) -> tuple[str, float] | None:
+        """How it blurs a released label: ``(kind, scale)``, or None.
+
+        ``("exponential", eps_q)`` for the exponential mechanism on the
+        votes, ``("gaussian", sigma)`` for a Gaussian noisy argmax; None
+        when the released label is the teachers' majority itself (the
+        stability tests). Estimators read it to say, from public numbers,
+        how often a unanimous class is released.
+        """
+        return None
+
     def __repr__(self):
         figures = ", ".join(
             f"{name.rstrip('_')}={value!r}"

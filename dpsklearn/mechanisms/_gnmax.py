@@ -484,6 +484,9 @@ class GNMaxRelease(Mechanism):
     def engine(self, noise: NoiseSource) -> GNMaxEngine:
         return GNMaxEngine(self.sigma, noise)
 
+    def argmax_noise(self) -> tuple[str, float] | None:
+        return ("gaussian", float(self.sigma)) if self.sigma else None
+
     def spent(self, units: int, engine: Engine) -> tuple[float, float]:
         cal = self.calibration
         # Each released vector moves two counts by one: two unit releases.
@@ -595,6 +598,10 @@ class ConfidentGNMaxRelease(Mechanism):
             cal.max_answers,
             noise,
         )
+
+    def argmax_noise(self) -> tuple[str, float] | None:
+        sigma = self.calibration.sigma_argmax
+        return ("gaussian", float(sigma)) if sigma else None
 
     def spent(  # type: ignore[override]  # the engine it made
         self, units: int, engine: ConfidentGNMaxEngine

@@ -8,6 +8,8 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
+
 from .._param_validation import Interval, StrOptions
 from ._adaptive_range import AdaptiveRangeRelease
 from ._grid_gaussian import GridGaussianRelease, clipped_mean_release
@@ -16,7 +18,7 @@ from ._kernel_ridge import (
     kernel_ridge_prediction_release,
     kernel_ridge_weight_release,
 )
-from ._options import _NOISE, MechanismOptions
+from ._options import _NOISE, MechanismOptions, MechanismPlan, PlanContext
 from ._per_query import GridLaplaceRelease
 from ._staged_statistics import StagedStatisticsRelease
 from ._sufficient_statistics import DEFAULT_SHARES, SufficientStatisticsRelease
@@ -129,6 +131,33 @@ class ClippedMean(MechanismOptions):
             calibration="gaussian" if self.noise == "gaussian" else "auto",
         )
 
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The per-query mean on the context's value range, for planned queries.
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+            A row asked again is answered from the release cache.
+        """
+        mechanism = self.calibrate(
+            context.epsilon,
+            context.delta,
+            max_queries=context.planned_queries,
+            target_range=context.value_range,
+            n_teachers=context.n_estimators,
+        )
+        return MechanismPlan(
+            mechanism,
+            self,
+            context.n_estimators,
+            context.planned_queries,
+            cached_fields={"value": (np.float64, ())},
+        )
+
 
 class AdaptiveRange(MechanismOptions):
     """The teachers' mean clipped to a privately estimated range, per query.
@@ -195,6 +224,9 @@ class AdaptiveRange(MechanismOptions):
         self.target_std = target_std
 
     abstains = False
+    # The band and the median read every teacher's prediction.
+    reads_each_teacher = True
+    regression_aggregate = "adaptive"
 
     def calibrate(
         self,
@@ -455,6 +487,8 @@ class SufficientStatistics(MechanismOptions):
         self.shares = shares
 
     abstains = False
+    # Noisy sufficient statistics of random Fourier features of dense rows.
+    releases_statistics = True
 
     @property
     def publishes_model(self) -> bool:

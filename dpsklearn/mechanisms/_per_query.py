@@ -264,6 +264,9 @@ class SoftMajority(_PerQuery):
     def engine(self, noise: NoiseSource) -> SoftMajorityEngine:
         return SoftMajorityEngine(self, noise)
 
+    def argmax_noise(self) -> tuple[str, float] | None:
+        return "exponential", float(self.epsilon_per_query)
+
     def fitted_attributes(self) -> dict[str, Any]:
         return {
             **super().fitted_attributes(),

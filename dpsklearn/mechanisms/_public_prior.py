@@ -44,10 +44,17 @@ from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from .._param_validation import HasMethods, Interval, StrOptions
+from .._warn import warn_user
 from ..accounting import smallest_integer
 from ..noise import NoiseSource
 from ._base import Release
-from ._options import _UNANSWERED, MechanismOptions
+from ._options import (
+    _UNANSWERED,
+    NOTHING_PASSES,
+    MechanismOptions,
+    MechanismPlan,
+    PlanContext,
+)
 from ._sparse_vector_calibration import SparseVectorCalibration
 from ._sparse_vector_tails import difference_tail
 from ._stability import StabilityEngine, StabilityTest, noisy_max_test_calibration
@@ -266,6 +273,7 @@ class PublicPrior(MechanismOptions):
     """
 
     shorthand = "public_prior"
+    serves = frozenset({"vote_labels"})
 
     _parameter_constraints: dict = {
         "public_model": [HasMethods(["predict"])],
@@ -372,3 +380,62 @@ class PublicPrior(MechanismOptions):
             noisy_max_share=self.noisy_max_share,
             max_queries=max_queries,
         )
+
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The test for the context's ``k``; no cap beyond ``max_queries``.
+
+        A warning says when even unanimous agreement with the public answer
+        rarely clears the threshold (public numbers only: ``k``, the
+        threshold, the noise).
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+        """
+        n_estimators = context.n_estimators
+        mechanism = self.calibrate(
+            context.epsilon,
+            context.delta,
+            n_teachers=n_estimators,
+            max_queries=context.max_queries,
+        )
+        # A unanimous vote for the public answer (k votes) is the best score.
+        calibration = mechanism.calibration
+        unanimous = calibration.pass_probability(n_estimators)
+        if unanimous < 0.5:
+            outcome = (
+                "will answer nothing: every query is abstained on"
+                if self.fallback == "abstain" and unanimous < NOTHING_PASSES
+                else "fails almost every test"
+            )
+            warn_user(
+                f"PublicPrior with {n_estimators} teachers at epsilon="
+                f"{context.epsilon} {outcome}: even all {n_estimators} teachers "
+                "agreeing with the public answer pass its threshold "
+                f"({calibration.threshold:.0f} votes plus noise) with "
+                f"probability {unanimous:.2g}. Use more teachers, a larger "
+                "epsilon, a smaller max_unstable or a larger disagreement.",
+                UserWarning,
+            )
+        return MechanismPlan(mechanism, self, n_estimators, context.max_queries)
+
+    def statistic(self, votes: np.ndarray, X: Any, classes: np.ndarray) -> Any:
+        """The votes and the public model's answers (public) on the rows.
+
+        Parameters
+        ----------
+        votes : ndarray of shape (n_rows, n_classes)
+        X : {array-like, DataFrame, sparse matrix}
+            The query rows.
+        classes : ndarray
+
+        Returns
+        -------
+        statistic : tuple of (ndarray, ndarray)
+            ``(votes, public_indices(X, classes))``.
+        """
+        return votes, self.public_indices(X, classes)

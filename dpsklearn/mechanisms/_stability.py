@@ -19,10 +19,14 @@ here (``docs/corrections.rst``).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._param_validation import Interval, StrOptions
+from .._warn import warn_user
 from ..accounting import ApproximateEvent
 from ..noise import (
     DiscreteNoiseStream,
@@ -32,6 +36,7 @@ from ..noise import (
     grid_laplace,
 )
 from ._base import Engine, Mechanism, Release
+from ._options import _NOISE, MechanismOptions, MechanismPlan, PlanContext
 from ._sparse_vector import SparseVectorEngine
 from ._sparse_vector_calibration import (
     SparseVectorCalibration,
@@ -40,8 +45,10 @@ from ._sparse_vector_calibration import (
 from ._votes import distance_from_gap, majority_and_gap, vote_counts
 
 __all__ = [
+    "SoftLabelHistogram",
     "SoftLabelTest",
     "StabilityTest",
+    "soft_label_bins",
     "soft_label_histograms",
 ]
 
@@ -508,3 +515,168 @@ class SoftLabelTest(_TestMechanism):
 
     def engine(self, noise: NoiseSource) -> SoftLabelEngine:
         return SoftLabelEngine(self, noise)
+
+    def fitted_attributes(self) -> dict[str, Any]:
+        return {**super().fitted_attributes(), "n_bins_": self.n_bins}
+
+
+class SoftLabelHistogram(MechanismOptions):
+    """The double stability test on a histogram of soft labels.
+
+    Bassily, Thakkar and Thakurta (2018), Algorithms 6-8, corrected
+    (``docs/corrections.rst``): the teachers' soft labels in ``[0, 1]`` are
+    binned at width ``gamma``; a query whose fullest bin is stable gets its
+    midpoint, else the shifted histogram is tested; a query failing both
+    gets the ``fallback``. :class:`SoftLabelTest`, ``docs/design.rst``,
+    "Soft-label queries: the double test".
+
+    Parameters
+    ----------
+    gamma : float, default=0.1
+        Bin width; ``1 / gamma`` must be an integer >= 2.
+    max_unstable : int, default=100
+        ``T``: the failed-test count at which the model halts.
+    fallback : {"midpoint", "noisy_mean"}, default="midpoint"
+        A query failing both tests gets the centre of ``target_range``
+        (free, data-independent: an abstention) or a grid-Laplace mean paid
+        from ``noisy_mean_share`` of the budget.
+    noisy_mean_share : float, default=0.5
+    noise : {"auto", "laplace", "gaussian"}, default="auto"
+        The sparse vector's noise family (as :class:`SparseVector`).
+
+    Examples
+    --------
+    >>> from dpsklearn.mechanisms import SoftLabelHistogram
+    >>> SoftLabelHistogram(gamma=0.25).n_bins()
+    4
+    """
+
+    shorthand = "soft_label"
+    #: The double test's release: a bin midpoint, or an abstention.
+    released_fields: ClassVar[dict] = {
+        "value": (np.float64, ()),
+        "abstained": (np.bool_, ()),
+    }
+    # The histogram is of every teacher's soft label.
+    reads_each_teacher = True
+
+    _parameter_constraints: dict = {
+        "gamma": [Interval(Real, 0, 0.5, closed="right")],
+        "max_unstable": [Interval(Integral, 1, None, closed="left")],
+        "fallback": [StrOptions({"midpoint", "noisy_mean"})],
+        "noisy_mean_share": [Interval(Real, 0, 1, closed="neither")],
+        "noise": [_NOISE],
+    }
+
+    def __init__(
+        self,
+        gamma: float = 0.1,
+        max_unstable: int = 100,
+        fallback: str = "midpoint",
+        noisy_mean_share: float = 0.5,
+        noise: str = "auto",
+    ) -> None:
+        self.gamma = gamma
+        self.max_unstable = max_unstable
+        self.fallback = fallback
+        self.noisy_mean_share = noisy_mean_share
+        self.noise = noise
+
+    @property
+    def abstains(self) -> bool:
+        """Whether a query failing both tests is answered by abstaining."""
+        return self.fallback == "midpoint"
+
+    def n_bins(self) -> int:
+        """``1 / gamma`` as an integer >= 2 (``ValueError`` naming ``gamma``).
+
+        Returns
+        -------
+        n_bins : int
+        """
+        return soft_label_bins(self.gamma)
+
+    def calibrate(
+        self,
+        epsilon: float,
+        delta: float,
+        *,
+        max_queries: int | None = None,
+        **public: Any,
+    ) -> SoftLabelTest:
+        """The calibrated double test.
+
+        Parameters
+        ----------
+        epsilon : float
+            The whole release's epsilon.
+        delta : float
+            The whole release's delta.
+        max_queries : int or None, default=None
+            The queries the release pays for (None: unlimited where the
+            mechanism allows it).
+        **public
+            The estimator's other public numbers; those this mechanism does
+            not use are ignored.
+
+        Returns
+        -------
+        mechanism : SoftLabelTest
+            Calibrated and frozen: its noise scales, thresholds and events.
+        """
+        return SoftLabelTest.calibrate(
+            epsilon,
+            delta,
+            max_unstable=self.max_unstable,
+            n_bins=self.n_bins(),
+            calibration=self.noise,
+            fallback=self.fallback,
+            noisy_mean_share=self.noisy_mean_share,
+            max_queries=max_queries,
+        )
+
+    def plan(self, context: PlanContext) -> MechanismPlan:
+        """The double test for the context's ``k``; no cap beyond ``max_queries``.
+
+        A warning says when ``k`` was left to the estimator and even
+        unanimous soft labels (distance ``ceil(k/2) - 1``) cannot clear the
+        threshold.
+
+        Parameters
+        ----------
+        context : PlanContext
+
+        Returns
+        -------
+        plan : MechanismPlan
+            A row asked again is answered from the release cache.
+        """
+        n_estimators = context.n_estimators
+        mechanism = self.calibrate(
+            context.epsilon, context.delta, max_queries=context.max_queries
+        )
+        calibration = mechanism.calibration
+        best_distance = math.ceil(n_estimators / 2) - 1  # unanimous teachers
+        if not context.n_estimators_fixed and best_distance <= calibration.threshold:
+            warn_user(
+                f"n_estimators='auto' chose {n_estimators} teachers "
+                f"({context.min_samples_per_shard} rows per shard); even when "
+                "they all agree, their soft labels cannot pass the stability "
+                f"test at this budget ({calibration.name} calibration, "
+                f"max_unstable={self.max_unstable}), so almost every query will "
+                f"get the fallback answer ({self.fallback!r}). More training "
+                "rows, a larger epsilon or a smaller max_unstable help.",
+                UserWarning,
+            )
+        return MechanismPlan(
+            mechanism,
+            self,
+            n_estimators,
+            context.max_queries,
+            cached_fields=self.released_fields,
+        )
+
+
+def soft_label_bins(gamma: float) -> int:
+    """The number of bins ``1 / gamma``; ``ValueError`` unless an integer >= 2."""
+    return _n_bins(gamma)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .._param_validation import StrOptions
 from .._validation import COUNT, FINITE_POSITIVE, OPEN_UNIT, validate_params
+from ..mechanisms import Exponential
 
 __all__ = [
     "KernelRidgeSchedule",
@@ -64,8 +65,8 @@ def private_prediction_r(target_error: float, epsilon: float) -> int:
     >>> private_prediction_r(0.1, 1.0)  # 6 ln 40 = 22.13
     23
     """
-    alpha, epsilon = float(target_error), float(epsilon)
-    return int(math.ceil(6.0 * math.log(4.0 / alpha) / epsilon))
+    # One formula: the exponential mechanism's options own it (they plan k).
+    return Exponential(target_error=float(target_error)).teachers_for(float(epsilon))
 
 
 @validate_params(
