@@ -24,7 +24,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
+from .._validation import (
+    QueryRule,
+    accepts_nan,
+    output_dtype,
+    take_rows,
+    warn_if_delta_large,
+)
 from .._warn import warn_user, warning_scope
 from ..mechanisms import ConfidentGNMaxRelease, GNMaxRelease, SoftMajority
 from ..metrics import predict_with_abstentions, warn_if_abstained
@@ -391,10 +397,21 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
 
         return fallback
 
+    def _query_rule(self):
+        # Decided once, at the end of fit: the teacher's tags (NaN) and the
+        # columns of the training rows (docs/architecture.rst, "The path of
+        # one query").
+        return QueryRule(
+            self, allow_nan=self._input_allows_nan(), consumer=self._input_consumer()
+        )
+
     def _validate_query(self, X):
-        """Query rows by the input rule of ``fit`` (before anything is spent)."""
-        check_is_fitted(self)
-        return self._validate_input(X, reset=False)
+        """Query rows by the input rule decided at ``fit`` (before any spend)."""
+        rule = self.__dict__.get("_query_rule_")
+        if rule is None:  # not fitted: NotFittedError
+            check_is_fitted(self)
+            return self._validate_input(X, reset=False)
+        return rule.validate(self, X)
 
 
 def one_class_read_from_y():
