@@ -273,7 +273,7 @@ def row_keys(X: ArrayLike) -> RowKeys:
         canonical.sum_duplicates()  # also sorts the indices
         canonical.eliminate_zeros()  # explicit zeros, -0.0 included
         return RowKeys(canonical.shape[0], sparse_rows=canonical)
-    if is_frame(X):
+    if not isinstance(X, np.ndarray) and is_frame(X):
         frame = X.to_frame() if X.ndim == 1 else X
         columns = [frame.iloc[:, j] for j in range(frame.shape[1])]
         dtypes = [column.dtype for column in columns]
