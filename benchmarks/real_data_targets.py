@@ -765,7 +765,7 @@ def _regime_prediction(model, params, X_q, y_q, epsilon, m):
     The votes on the query rows are read directly (not private: a check of
     the guide's arithmetic against the measured run, not a release).
     """
-    counts = model._vote_counts(model._validate_query(X_q))
+    counts = model.vote_counts(X_q)
     y_index = np.searchsorted(model.classes_, y_q)
     options = None if params is None else params["mechanism"]
     if options is None:

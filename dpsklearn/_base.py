@@ -329,10 +329,18 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
                 "accountant_": accountant,
                 "privacy_mechanism_": plan.mechanism,
                 **plan.mechanism.fitted_attributes(),
+                "_query_rule_": self._query_rule(),
                 "_serving_state_": state,
             }
         )
         return self
+
+    def _query_rule(self):
+        """The input rule of later queries, decided once at ``fit``, or None.
+
+        None: the estimator validates each query by :meth:`_validate_input`.
+        """
+        return None
 
     def _plan(self, X: Any, y: Any) -> FitPlan:
         """Validate the data and calibrate the mechanism from public numbers.

@@ -49,6 +49,7 @@ __all__ = [
     "FINITE_POSITIVE",
     "NON_NEGATIVE",
     "OPEN_UNIT",
+    "QueryRule",
     "abstain_label_for",
     "check_regression_targets",
     "check_target_range",
@@ -229,9 +230,9 @@ def take_rows(X, rows):
     >>> take_rows(np.array(["a", "b", "c"], dtype=object), np.array([2, 0])).tolist()
     ['c', 'a']
     """
-    if is_frame(X):
-        return X.iloc[rows]
-    return X[rows]
+    # One attribute look-up, no call: asked for every chunk of every query.
+    iloc = getattr(X, "iloc", None)
+    return X[rows] if iloc is None else iloc[rows]
 
 
 def n_rows(X):
@@ -258,20 +259,7 @@ def _is_text(values):
 
 def _refuse_non_finite(X, allow_nan, consumer):
     """Refuse infinity always, and NaN (or None) when the consumers refuse it."""
-    if sparse.issparse(X):
-        values = X.data
-        nan = inf = False
-        if values.dtype.kind in "fc":
-            nan, inf = bool(np.isnan(values).any()), bool(np.isinf(values).any())
-    elif is_frame(X):
-        frame = X.to_frame() if X.ndim == 1 else X
-        nan = bool(np.asarray(frame.isna()).any())
-        numeric = frame.select_dtypes(include="number")
-        inf = bool(
-            numeric.shape[1]
-            and np.isinf(numeric.to_numpy(dtype=np.float64, na_value=np.nan)).any()
-        )
-    else:
+    if isinstance(X, np.ndarray):  # the common form first
         kind = X.dtype.kind
         if kind in "fc":
             nan, inf = bool(np.isnan(X).any()), bool(np.isinf(X).any())
@@ -279,6 +267,19 @@ def _refuse_non_finite(X, allow_nan, consumer):
             nan, inf = bool(np.any(X != X)), False  # NaN is the value != itself
         else:
             nan = inf = False
+    elif sparse.issparse(X):
+        values = X.data
+        nan = inf = False
+        if values.dtype.kind in "fc":
+            nan, inf = bool(np.isnan(values).any()), bool(np.isinf(values).any())
+    else:  # a DataFrame or Series
+        frame = X.to_frame() if X.ndim == 1 else X
+        nan = bool(np.asarray(frame.isna()).any())
+        numeric = frame.select_dtypes(include="number")
+        inf = bool(
+            numeric.shape[1]
+            and np.isinf(numeric.to_numpy(dtype=np.float64, na_value=np.nan)).any()
+        )
     if inf:
         raise ValueError(
             "X contains infinity; it is refused before anything is spent (no "
@@ -428,3 +429,97 @@ def validate_input(
         )
     _refuse_non_finite(X, allow_nan, consumer)
     return (X, y) if has_y else X
+
+
+class QueryRule:
+    """The input rule of a fitted model's queries, decided once at ``fit``.
+
+    ``fit`` validates the training rows by :func:`validate_input` and then
+    fixes what every later query must match: the number of columns, their
+    names, whether the consumers take NaN (their tags, read once) and who
+    they are, for messages. :meth:`validate` then checks a query as
+    ``validate_input(estimator, X, reset=False)`` does, with the same
+    answers and messages, but reads the two common forms directly: a
+    numeric 2-D array of as many columns as ``fit`` saw (fitted without
+    column names), and a DataFrame with the very columns of ``fit``. Any
+    other form (lists, text, sparse matrices, another width, other names,
+    a missing ``fit`` name) goes through :func:`validate_input` itself, so
+    its conversions, warnings and errors are scikit-learn's. Either way a
+    bad ``X`` is refused with a ValueError before anything is spent.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The fitted meta-estimator (its ``n_features_in_`` and
+        ``feature_names_in_`` are read).
+    allow_nan : bool
+        Whether every consumer of ``X`` takes NaN.
+    consumer : str
+        Who reads ``X``, for the NaN message.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from dpsklearn._validation import QueryRule, validate_input
+    >>> model = LogisticRegression()
+    >>> _ = validate_input(model, np.zeros((3, 2)))  # fit sets n_features_in_
+    >>> rule = QueryRule(model, allow_nan=False, consumer="the teacher")
+    >>> rule.validate(model, np.ones((2, 2))).shape
+    (2, 2)
+    >>> rule.validate(model, np.ones((2, 3)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: X has 3 features, but LogisticRegression is expecting 2 ...
+    """
+
+    def __init__(self, estimator: Any, *, allow_nan: bool, consumer: str) -> None:
+        self.n_features: int | None = getattr(estimator, "n_features_in_", None)
+        names = getattr(estimator, "feature_names_in_", None)
+        self.feature_names: list[str] | None = (
+            None if names is None else [str(name) for name in names]
+        )
+        self.allow_nan = bool(allow_nan)
+        self.consumer = consumer
+
+    def validate(self, estimator: Any, X: Any) -> Any:
+        """``X`` validated for the fitted ``estimator``; refused before any spend.
+
+        Parameters
+        ----------
+        estimator : estimator
+            The fitted meta-estimator this rule was made for (named in
+            messages).
+        X : array-like, DataFrame, list of str or sparse matrix
+
+        Returns
+        -------
+        X : validated ``X``, as :func:`validate_input` returns it.
+        """
+        names = self.feature_names
+        if type(X) is np.ndarray:  # not a subclass (np.matrix)
+            plain = (
+                names is None
+                and X.ndim == 2
+                and X.dtype.kind in "biuf"
+                and X.shape[0] > 0
+                and X.shape[1] == self.n_features
+            )
+        else:
+            plain = (
+                names is not None
+                and is_frame(X)
+                and X.ndim == 2
+                and X.shape[0] > 0
+                and X.columns.tolist() == names
+            )
+        if not plain:
+            return validate_input(
+                estimator,
+                X,
+                reset=False,
+                allow_nan=self.allow_nan,
+                consumer=self.consumer,
+            )
+        _refuse_non_finite(X, self.allow_nan, self.consumer)
+        return X

@@ -37,8 +37,8 @@ from dpsklearn.accounting import (
     BoundedRangeEvent,
     GaussianEvent,
     PureEvent,
+    dp_accounting,
 )
-from dpsklearn.accounting._events import dp_accounting
 from dpsklearn.exceptions import PrivacyLeakWarning
 from dpsklearn.mechanisms import RepeatedSelection
 from dpsklearn.mechanisms._repeat_select import (

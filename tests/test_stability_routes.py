@@ -27,8 +27,7 @@ from dpsklearn import (
     SparseVector,
     SubsampleAggregateClassifier,
 )
-from dpsklearn.accounting import kov_delta
-from dpsklearn.accounting._events import dp_accounting
+from dpsklearn.accounting import dp_accounting, kov_delta
 from dpsklearn.accounting._optimal_composition import (
     largest_two_kind_scale,
     two_kind_epsilon,

@@ -3,7 +3,9 @@
 * :mod:`._events` -- what a release costs, as typed events
   (:class:`PureEvent`, :class:`BoundedRangeEvent`,
   :class:`DiscreteLaplaceEvent`, :class:`LaplaceEvent`, :class:`GaussianEvent`,
-  :class:`ApproximateEvent`).
+  :class:`ApproximateEvent`); :mod:`._frozen_records` checks their fields.
+* :mod:`._dp_accounting` -- Google's ``dp_accounting``, loaded on first use,
+  and the randomized response every pure event is modelled by.
 * :mod:`._composition` -- closed forms: advanced (DRV), optimal (KOV) and
   zero-concentrated composition and their conversions.
 * :mod:`._discrete_gaussian` -- the exact composition of discrete Gaussian
@@ -60,6 +62,7 @@ from ._discrete_gaussian import (
     gdp_mu,
     pure_gdp_mu,
 )
+from ._dp_accounting import dp_accounting
 from ._events import (
     ApproximateEvent,
     BoundedRangeEvent,
@@ -68,7 +71,6 @@ from ._events import (
     LaplaceEvent,
     PrivacyEvent,
     PureEvent,
-    dp_accounting,
 )
 from ._ledger import LedgerError, PrivacyLedger
 from ._optimal_composition import (

@@ -57,7 +57,8 @@ import math
 
 from ._composition import cks_epsilon
 from ._discrete_gaussian import gdp_epsilon, pure_gdp_mu
-from ._events import ApproximateEvent, GaussianEvent, PrivacyEvent, dp_accounting
+from ._dp_accounting import dp_accounting
+from ._events import ApproximateEvent, GaussianEvent, PrivacyEvent
 
 __all__ = ["COMPOSITIONS", "FILTER_VALID", "Composer", "check_composition"]
 

@@ -37,7 +37,7 @@ from .._validation import (
     NON_NEGATIVE,
     validate_params,
 )
-from ._events import dp_accounting
+from ._dp_accounting import dp_accounting
 
 __all__ = [
     "cks_epsilon",

@@ -18,29 +18,27 @@ GaussianEvent          s^2/(2 sigma^2)   Gaussian(sigma/s)      Gaussian(sigma/s
 ApproximateEvent       none: carried beside every tight composition
 =====================  ================  =====================  ======================
 
-A :class:`PureEvent` is accounted as a *worst-case* ``eps``-DP release:
-binary randomized response with ``P(keep) = e^eps / (1 + e^eps)`` dominates
-every ``eps``-DP mechanism (Kairouz, Oh and Viswanath 2015) and is exactly
-discrete Laplace noise at sensitivity one unit, which is what dpsklearn's
-grid releases add. The continuous-Laplace curves of :class:`LaplaceEvent`
-are slightly tighter and would under-count a discrete release, so they are
-only for real-valued Laplace noise. The exponential mechanism is
-``eps``-bounded-range, hence ``eps^2/8``-zCDP (Cesar and Rogers 2021); it has
-no ``DpEvent`` of its own, so its PLD is the worst-case ``eps``-DP pair.
+A :class:`PureEvent` is accounted as a *worst-case* ``eps``-DP release
+(randomized response, :mod:`._dp_accounting`); the continuous-Laplace
+curves of :class:`LaplaceEvent` are only for real-valued Laplace noise. The
+exponential mechanism is ``eps``-bounded-range, hence ``eps^2/8``-zCDP
+(Cesar and Rogers 2021); it has no ``DpEvent`` of its own, so its PLD is the
+worst-case ``eps``-DP pair. Fields are checked, and overrides documented, by
+:mod:`._frozen_records`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from dataclasses import dataclass, field
 from numbers import Integral
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._param_validation import validate_parameter_constraints
 from .._validation import DELTA, FINITE_POSITIVE, NON_NEGATIVE
+from ._dp_accounting import dp_accounting, randomized_response
+from ._frozen_records import inherit_method_docs, validated_fields
 
 if TYPE_CHECKING:
     from dp_accounting import DpEvent
@@ -54,46 +52,6 @@ __all__ = [
     "PrivacyEvent",
     "PureEvent",
 ]
-
-
-@functools.cache
-def dp_accounting():
-    """Google's ``dp_accounting``, imported on first use (about two seconds).
-
-    Examples
-    --------
-    >>> from dpsklearn.accounting import dp_accounting
-    >>> hasattr(dp_accounting(), "rdp")
-    True
-    """
-    import dp_accounting as dpa
-
-    return dpa
-
-
-def _validated(event, constraints):
-    """Check an event's fields with scikit-learn's constraints; return them as floats.
-
-    The message names the field and the allowed values (a TypeError or
-    ValueError, scikit-learn's ``InvalidParameterError``).
-    """
-    values = {name: getattr(event, name) for name in constraints}
-    validate_parameter_constraints(
-        constraints, values, caller_name=type(event).__name__
-    )
-    for name, value in values.items():
-        if value is not None:
-            object.__setattr__(event, name, float(value))
-
-
-def randomized_response(epsilon):
-    """Binary randomized response that is exactly ``epsilon``-DP.
-
-    It keeps its input with probability ``e^eps / (1 + e^eps)``: in
-    ``dp_accounting``'s parametrisation, noise parameter ``2 / (1 + e^eps)``.
-    """
-    p = 2.0 / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
-    return dp_accounting().RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
 
 
 @dataclass(frozen=True)
@@ -450,7 +408,7 @@ class PureEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _validated(self, {"epsilon": [NON_NEGATIVE]})
+        validated_fields(self, {"epsilon": [NON_NEGATIVE]})
 
     def unit_rho(self) -> float:
         return self.epsilon**2 / 2.0  # Bun and Steinke 2016, Proposition 1.4
@@ -523,7 +481,9 @@ class DiscreteLaplaceEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
+        validated_fields(
+            self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]}
+        )
         sensitivity = self.sensitivity
         if sensitivity != int(sensitivity):
             raise ValueError(
@@ -577,7 +537,9 @@ class LaplaceEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _validated(self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]})
+        validated_fields(
+            self, {"scale": [FINITE_POSITIVE], "sensitivity": [FINITE_POSITIVE]}
+        )
 
     @property
     def epsilon(self) -> float:
@@ -635,7 +597,7 @@ class GaussianEvent(PrivacyEvent):
         super().__post_init__()
         if self.epsilon is not None and math.isinf(self.epsilon):
             object.__setattr__(self, "epsilon", None)  # "no stated guarantee"
-        _validated(
+        validated_fields(
             self,
             {
                 "sigma": [FINITE_POSITIVE],
@@ -700,7 +662,7 @@ class ApproximateEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _validated(self, {"epsilon": [NON_NEGATIVE], "delta": [DELTA]})
+        validated_fields(self, {"epsilon": [NON_NEGATIVE], "delta": [DELTA]})
 
     def unit_rho(self) -> None:
         return None
@@ -725,23 +687,7 @@ _LEGACY_KINDS = {
 }
 
 
-def _inherit_method_docs(*classes: type) -> None:
-    """Give an override without a docstring its base method's (as help() shows)."""
-    for cls in classes:
-        for name, member in vars(cls).items():
-            if name.startswith("_"):
-                continue
-            target = member.fget if isinstance(member, property) else member
-            if not callable(target) or getattr(target, "__doc__", None):
-                continue
-            for base in cls.__mro__[1:]:
-                inherited = getattr(base, name, None)
-                if inherited is not None and inherited.__doc__:
-                    target.__doc__ = inherited.__doc__
-                    break
-
-
-_inherit_method_docs(
+inherit_method_docs(
     PureEvent,
     BoundedRangeEvent,
     DiscreteLaplaceEvent,

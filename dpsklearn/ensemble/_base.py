@@ -19,11 +19,18 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import PrivateEstimatorMixin
 from .._param_validation import HasMethods, Interval, StrOptions
-from .._validation import accepts_nan, output_dtype, take_rows, warn_if_delta_large
+from .._validation import (
+    QueryRule,
+    accepts_nan,
+    output_dtype,
+    take_rows,
+    warn_if_delta_large,
+)
 from .._warn import warn_user, warning_scope
 from ..metrics import predict_with_abstentions, warn_if_abstained
 from ..teachers import count_votes, fit_teacher_ensemble, fuse_teachers
@@ -259,6 +266,46 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
             "_fused_ensemble_": fused,
         }
 
+    @available_if(is_classifier)
+    def vote_counts(self, X: ArrayLike) -> NDArray[np.int64]:
+        """The teachers' vote counts on ``X``: NOT private, for public data only.
+
+        Counts, for each query row, how many teachers predict each class of
+        ``classes_``. This reads the private teachers directly, with no
+        noise and no charge to the budget: **its output is not
+        differentially private** and must never be published. It is for
+        non-private baselines (:func:`dpsklearn.baselines.
+        teacher_majority_vote`), planning on public labelled data
+        (:func:`dpsklearn.planning.private_margin_histogram`, which adds its
+        own noise) and tests. ``X`` is validated by the rule ``predict``
+        uses.
+
+        Parameters
+        ----------
+        X : {array-like, DataFrame, list of str, sparse matrix} of n_queries rows
+            Query rows, in the form of the training rows.
+
+        Returns
+        -------
+        counts : int64 ndarray of shape (n_queries, n_classes)
+            Each row sums to ``n_estimators_``; columns follow ``classes_``.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from sklearn.datasets import make_classification
+        >>> from dpsklearn import SubsampleAggregateClassifier
+        >>> X, y = make_classification(n_samples=300, random_state=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     model = SubsampleAggregateClassifier(
+        ...         n_estimators=5, classes=[0, 1], random_state=0).fit(X, y)
+        >>> counts = model.vote_counts(X[:3])  # not private: public rows only
+        >>> counts.shape, counts.sum(axis=1).tolist()
+        ((3, 2), [5, 5, 5])
+        """
+        return self._vote_counts(self._validate_query(X))
+
     def _vote_counts(self, X):
         """Vote counts ``(n_queries, n_classes)`` of the teachers on ``X`` (chunked)."""
         return count_votes(
@@ -349,10 +396,21 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
 
         return fallback
 
+    def _query_rule(self):
+        # Decided once, at the end of fit: the teacher's tags (NaN) and the
+        # columns of the training rows (docs/architecture.rst, "The path of
+        # one query").
+        return QueryRule(
+            self, allow_nan=self._input_allows_nan(), consumer=self._input_consumer()
+        )
+
     def _validate_query(self, X):
-        """Query rows by the input rule of ``fit`` (before anything is spent)."""
-        check_is_fitted(self)
-        return self._validate_input(X, reset=False)
+        """Query rows by the input rule decided at ``fit`` (before any spend)."""
+        rule = self.__dict__.get("_query_rule_")
+        if rule is None:  # not fitted: NotFittedError
+            check_is_fitted(self)
+            return self._validate_input(X, reset=False)
+        return rule.validate(self, X)
 
 
 def one_class_read_from_y():

@@ -40,7 +40,7 @@ from ..accounting import (
 from ..noise import (
     NoiseSource,
     default_grid_step,
-    exponential_mechanism,
+    exponential_mechanism_unchecked,
     grid_laplace,
     grid_units,
     project_to_simplex,
@@ -144,8 +144,9 @@ class SoftMajorityEngine(Engine):
             proba = project_to_simplex(noisy)
             return Release({"proba": proba}, proba.shape[0])
         # P(b) ~ exp(eps_q count_b / 2): Delta_u = 1, one record moves one vote.
+        # eps_q was checked once, when the mechanism was calibrated.
         labels = np.atleast_1d(
-            exponential_mechanism(
+            exponential_mechanism_unchecked(
                 statistic, mech.epsilon_per_query, 1.0, rng=self.noise[0]
             )
         )

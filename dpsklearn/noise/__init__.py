@@ -34,6 +34,11 @@ from ._grid import (
     grid_units,
     l2_grid_units,
 )
-from ._selection import exponential_mechanism, project_to_simplex, repeated_candidates
+from ._selection import (
+    exponential_mechanism,
+    exponential_mechanism_unchecked,
+    project_to_simplex,
+    repeated_candidates,
+)
 
 __all__: list[str] = []

@@ -17,7 +17,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import FINITE_POSITIVE, validate_params
 
-__all__ = ["exponential_mechanism", "project_to_simplex", "repeated_candidates"]
+__all__ = [
+    "exponential_mechanism",
+    "exponential_mechanism_unchecked",
+    "project_to_simplex",
+    "repeated_candidates",
+]
 
 
 @validate_params(
@@ -60,6 +65,31 @@ def exponential_mechanism(
     >>> import numpy as np
     >>> from dpsklearn.noise import exponential_mechanism
     >>> int(exponential_mechanism([0, 1000], 1.0, rng=np.random.default_rng(0)))
+    1
+    """
+    return exponential_mechanism_unchecked(utilities, epsilon, sensitivity, rng=rng)
+
+
+def exponential_mechanism_unchecked(
+    utilities: ArrayLike,
+    epsilon: float,
+    sensitivity: float = 1.0,
+    *,
+    rng: np.random.Generator,
+) -> NDArray[np.intp] | np.intp:
+    """:func:`exponential_mechanism` without its parameter checks.
+
+    For engines whose ``epsilon`` and ``sensitivity`` were checked once,
+    when their mechanism was calibrated at ``fit`` (finite and > 0): they
+    draw on every ``predict`` call, and the checks would run on every call.
+    Same draws as :func:`exponential_mechanism` from the same generator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpsklearn.noise import exponential_mechanism_unchecked
+    >>> rng = np.random.default_rng(0)
+    >>> int(exponential_mechanism_unchecked([0, 1000], 1.0, rng=rng))
     1
     """
     epsilon = float(epsilon)

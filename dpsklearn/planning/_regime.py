@@ -508,7 +508,7 @@ def public_vote_counts(
 
 @validate_params(
     {
-        "model": [HasMethods(["_vote_counts"])],
+        "model": [HasMethods(["vote_counts"])],
         "X": ["array-like"],
         "epsilon": [FINITE_POSITIVE],
         "accountant": [HasMethods(["spend_events"])],
@@ -582,10 +582,7 @@ def private_margin_histogram(
     >>> len(hist.gaps), round(float(hist.weights.sum()), 6), budget.spent_basic
     (11, 1.0, (0.5, 0.0))
     """
-    queries = model._validate_query(X)
-    if queries.shape[0] == 0:
-        raise ValueError("X has no rows.")
-    counts = model._vote_counts(queries)
+    counts = model.vote_counts(X)
     k = int(counts[0].sum())
     top, second = _top_two(counts) if counts.shape[1] > 1 else (counts[:, 0], 0)
     position = (top - second) / k * (n_bins - 1)  # in bin units, 0..n_bins-1
@@ -593,7 +590,7 @@ def private_margin_histogram(
     frac = position - left
     soft: np.ndarray = np.bincount(left, weights=1.0 - frac, minlength=n_bins)
     soft += np.bincount(left + 1, weights=frac, minlength=n_bins)
-    soft /= queries.shape[0]
+    soft /= counts.shape[0]
     release = HistogramRelease(epsilon, 4.0 * (n_bins - 1) / k)
     # Charge first: a short budget raises before anything is released.
     accountant.spend_events(release.privacy_events("private_margin_histogram"))
@@ -607,5 +604,5 @@ def private_margin_histogram(
         weights=weights,
         epsilon=epsilon,
         noise_scale=release.sensitivity / epsilon,
-        n_queries=int(queries.shape[0]),
+        n_queries=int(counts.shape[0]),
     )

@@ -66,6 +66,30 @@ def _numeric_words(column):
     return "f8", _canonical_floats(column)
 
 
+def _numeric_matrix_words(values):
+    """``(tags, words)`` of a 2-D numeric array at once, or None.
+
+    The words of :func:`_numeric_words`, column by column, computed on the
+    whole matrix (no Python call per column). None when an integer column
+    holds values beyond ``2**53`` (those columns keep their int64 words:
+    :func:`_numeric_words` per column) or there is no column.
+    """
+    n_columns = values.shape[1]
+    kind = values.dtype.kind
+    if n_columns == 0:
+        return None
+    if kind in "mM":
+        words = np.ascontiguousarray(values.astype(np.int64)).view(np.uint64)
+        return [str(values.dtype)] * n_columns, words
+    if (
+        kind in "iu"
+        and values.size
+        and np.abs(values.astype(np.float64)).max() > _EXACT_INT
+    ):
+        return None
+    return ["f8"] * n_columns, _canonical_floats(values)
+
+
 def _vocabulary_key(tag, value):
     """The exact vocabulary key of one object value."""
     if value is None:
@@ -143,11 +167,14 @@ class RowKeys:
         n_rows: int,
         columns: list[tuple[str, np.ndarray]] | None = None,
         sparse_rows: sparse.csr_matrix | None = None,
+        numeric: tuple[list[str], np.ndarray] | None = None,
     ) -> None:
         self.n_rows = int(n_rows)
         # [(tag, uint64 words)] or [("object", object array)]
         self._columns = columns
         self._sparse = sparse_rows  # canonical CSR, or None
+        # A numeric array's (column tags, uint64 words of shape (n_rows, d)).
+        self._numeric = numeric
 
     def __len__(self) -> int:
         return self.n_rows
@@ -168,6 +195,10 @@ class RowKeys:
         """
         if self._sparse is not None:
             return self._sparse_groups(self._sparse)
+        if self._numeric is not None:
+            numeric_tags, matrix = self._numeric
+            keys = matrix.view(np.dtype((np.void, 8 * matrix.shape[1]))).ravel()
+            return [(("dense", *numeric_tags), np.arange(self.n_rows), keys)]
         tags, words = [], []
         columns = cast("list[tuple[str, np.ndarray]]", self._columns)  # dense rows
         for tag, column in columns:
@@ -242,7 +273,7 @@ def row_keys(X: ArrayLike) -> RowKeys:
         canonical.sum_duplicates()  # also sorts the indices
         canonical.eliminate_zeros()  # explicit zeros, -0.0 included
         return RowKeys(canonical.shape[0], sparse_rows=canonical)
-    if is_frame(X):
+    if not isinstance(X, np.ndarray) and is_frame(X):
         frame = X.to_frame() if X.ndim == 1 else X
         columns = [frame.iloc[:, j] for j in range(frame.shape[1])]
         dtypes = [column.dtype for column in columns]
@@ -263,6 +294,9 @@ def row_keys(X: ArrayLike) -> RowKeys:
     if values.ndim != 2:
         raise ValueError("row_keys needs 1-D or 2-D query rows.")
     if values.dtype.kind in "biufmM":
+        numeric = _numeric_matrix_words(values)
+        if numeric is not None:
+            return RowKeys(values.shape[0], numeric=numeric)
         parts = [_numeric_words(values[:, j]) for j in range(values.shape[1])]
     else:
         parts = [("object", values[:, j]) for j in range(values.shape[1])]

@@ -17,7 +17,14 @@
 6. **pad or raise**: when fewer rows were answered than asked, pad with
    the model's free abstention (``on_exhausted="abstain"``) or raise
    :class:`~dpsklearn.BudgetExhaustedError` carrying the answers already
-   paid for.
+   paid for;
+7. **fallback**: the rows left unanswered get the answers of the student
+   of the released answers (post-processing, free), and the rows returned
+   from it and as abstentions are counted.
+
+Steps 2 to 7 run in the one record transaction of step 1 (one ledger
+transaction per call), so the state is saved, committed, before the
+answers are returned or the error is raised.
 
 The path of one query from ``predict`` to the noise draw and the ledger is
 drawn in ``docs/architecture.rst``.
@@ -199,6 +206,11 @@ def serve(
         }
         return values, n_done
 
+    # One record transaction per call: the spend, the released answers'
+    # post-processing (the fallback) and the counters of what is returned
+    # are saved together, before the answers leave (docs/architecture.rst,
+    # "The path of one query").
+    exhausted = None
     with state.serving():
         affordable = state.affordable(n_rows, cost)
         if cache is not None:
@@ -216,42 +228,46 @@ def serve(
         if state.verbose:
             _print_status(state, method, n_new, n_rows)
 
-    answers = finish(values)
-    abstained = np.zeros(n_rows, dtype=bool)
-    if "abstained" in values:
-        abstained[:n_answered] = values["abstained"][:n_answered]
-    if n_answered < n_rows:
-        if state.on_exhausted == "abstain":
-            # The free answer of an abstention (one per method when a dict).
-            fill = state.fill
-            if isinstance(fill, dict):
-                fill = fill.get(method)
-            padding = np.empty(
-                (n_rows - n_answered, *answers.shape[1:]), dtype=answers.dtype
-            )
-            padding[...] = fill
-            answers = np.concatenate([answers, padding])
-            abstained[n_answered:] = True
-        else:
-            spends = [] if state.accountant is None else state.accountant.events
-            raise BudgetExhaustedError(
+        answers = finish(values)
+        abstained = np.zeros(n_rows, dtype=bool)
+        if "abstained" in values:
+            abstained[:n_answered] = values["abstained"][:n_answered]
+        if n_answered < n_rows and state.on_exhausted != "abstain":
+            # Raised once the state is saved (the spend only moves forward).
+            exhausted = (
                 f"{state.exhausted_reason(method)}; {n_answered} of {n_rows} "
-                "queries in this call were answered (see partial_predictions).",
-                partial_predictions=answers,
-                n_answered=n_answered,
-                spends=spends,
+                "queries in this call were answered (see partial_predictions)."
             )
-    n_student = 0
-    if fallback is not None:  # it also learns from this call's answers
-        answers, from_fallback = fallback(answers, abstained)
-        n_student = int(np.count_nonzero(from_fallback & abstained))
-        abstained = abstained & ~from_fallback
+        else:
+            if n_answered < n_rows:
+                # The free answer of an abstention (one per method when a dict).
+                fill = state.fill
+                if isinstance(fill, dict):
+                    fill = fill.get(method)
+                padding = np.empty(
+                    (n_rows - n_answered, *answers.shape[1:]), dtype=answers.dtype
+                )
+                padding[...] = fill
+                answers = np.concatenate([answers, padding])
+                abstained[n_answered:] = True
+            n_student = 0
+            if fallback is not None:  # it also learns from this call's answers
+                answers, from_fallback = fallback(answers, abstained)
+                n_student = int(np.count_nonzero(from_fallback & abstained))
+                abstained = abstained & ~from_fallback
+            state.count_returned(n_student, int(np.count_nonzero(abstained)))
+    if exhausted is not None:
+        spends = [] if state.accountant is None else state.accountant.events
+        raise BudgetExhaustedError(
+            exhausted,
+            partial_predictions=answers,
+            n_answered=n_answered,
+            spends=spends,
+        )
     if n_answered < n_rows:
         n_left = int(np.count_nonzero(abstained[n_answered:]))
         with warning_scope(getattr(state, "warning_scope", None)):
             _warn_once_halted(state, method, n_rows - n_answered, n_left, n_rows)
-    with state.serving():
-        state.count_returned(n_student, int(np.count_nonzero(abstained)))
     return answers, abstained
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import operator
 import os
 import pickle
 import threading
@@ -104,8 +105,10 @@ class _Entry:
 
     def holds(self, teachers):
         """Whether ``teachers`` are exactly these teachers (same objects, order)."""
+        # operator.is_ over the pairs: asked on every predict chunk, so no
+        # Python frame per teacher.
         return len(teachers) == len(self.teachers) and all(
-            a is b for a, b in zip(teachers, self.teachers, strict=True)
+            map(operator.is_, teachers, self.teachers)
         )
 
 
