@@ -278,6 +278,7 @@ def test_fitted_model_keeps_only_the_chosen_hypothesis():
         "privacy_mechanism_",
         "utility_sensitivity_",
         "_serving_state_",
+        "_query_rule_",  # the query's width, column names and NaN rule: public
     }
     # Nothing of the size of the class (the error counts) survives, anywhere.
     blob = pickle.dumps(clf)

@@ -362,6 +362,7 @@ def test_pickle_holds_only_released_values():
         "n_features_in_",
         "feature_names_in_",
         "_serving_state_",
+        "_query_rule_",  # the query's width, column names and NaN rule: public
     }
     fitted = {name for name in vars(model) if name.endswith("_")}
     assert fitted == public
