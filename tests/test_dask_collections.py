@@ -339,3 +339,81 @@ def test_estimators_without_dask_fit_refuse_rather_than_compute(dask_cluster, da
     model = PrivatePredictionRegressor(n_estimators=5, target_range=(0, 1))
     with pytest.raises(ValueError, match="does not take a Dask collection"):
         model.fit(da.from_array(X, chunks=1000), da.from_array(y * 1.0, chunks=1000))
+
+
+# -- the private-statistics estimators: statistics summed over partitions ------
+
+
+def _schema_frame(data, n_partitions=4):
+    X, y = data
+    frame = _frame(np.clip(X, -4, 4), y)
+    schema = dpsklearn.PublicSchema(
+        bounds={f"x{i}": (-4.0, 4.0) for i in range(N_FEATURES)}
+    )
+    return frame, dd.from_pandas(frame, npartitions=n_partitions), schema
+
+
+@pytest.mark.parametrize("n_bins", [0, 4])
+def test_least_squares_classifier_same_release_from_partitions(
+    dask_cluster, data, n_bins
+):
+    frame, parts, schema = _schema_frame(data)
+    params = dict(
+        schema=schema, classes=[0, 1], n_bins=n_bins, epsilon=2.0, noise_random_state=0
+    )
+    local = _fit(
+        dpsklearn.PrivateLeastSquaresClassifier(**params),
+        frame.drop(columns="label"),
+        frame["label"],
+    )
+    remote = _fit(
+        dpsklearn.PrivateLeastSquaresClassifier(**params),
+        parts.drop(columns="label"),
+        parts["label"],
+    )
+    # The same release and noise: the sums differ only in rounding.
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-7, atol=1e-9)
+    if n_bins:
+        np.testing.assert_allclose(
+            remote.bin_coef_, local.bin_coef_, rtol=1e-7, atol=1e-9
+        )
+    queries = frame.drop(columns="label")
+    np.testing.assert_array_equal(remote.predict(queries), local.predict(queries))
+
+
+def test_linear_regression_same_release_from_partitions(dask_cluster, data):
+    frame, parts, schema = _schema_frame(data)
+    target = frame["x0"] * 2.0 + frame["x1"]
+    frame = frame.assign(label=target)
+    parts = dd.from_pandas(frame, npartitions=3)
+    params = dict(schema=schema, y_bound=(-12.0, 12.0), n_bins=0, noise_random_state=0)
+    local = _fit(
+        dpsklearn.PrivateLinearRegression(**params),
+        frame.drop(columns="label"),
+        frame["label"],
+    )
+    remote = _fit(
+        dpsklearn.PrivateLinearRegression(**params),
+        parts.drop(columns="label"),
+        parts["label"],
+    )
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"classes": [0, 1]}, "schema: with a Dask X every column"),
+        ({"schema": "full"}, "classes: with Dask X and y"),
+        ({"schema": "full", "classes": [0]}, "not in the given `classes`"),
+    ],
+)
+def test_least_squares_refuses_what_it_would_read(dask_cluster, data, params, match):
+    frame, parts, schema = _schema_frame(data)
+    if params.get("schema") == "full":
+        params = {**params, "schema": schema}
+    accountant = PrivacyAccountant(epsilon=5.0, delta=1e-3)
+    model = dpsklearn.PrivateLeastSquaresClassifier(accountant=accountant, **params)
+    with pytest.raises(ValueError, match=match):
+        _fit(model, parts.drop(columns="label"), parts["label"])
+    assert _spent_nothing(accountant)
