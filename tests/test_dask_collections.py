@@ -417,3 +417,40 @@ def test_least_squares_refuses_what_it_would_read(dask_cluster, data, params, ma
     with pytest.raises(ValueError, match=match):
         _fit(model, parts.drop(columns="label"), parts["label"])
     assert _spent_nothing(accountant)
+
+
+def test_knowledge_transfer_teacher_fitted_from_partitions(dask_cluster, data):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = data
+    public = X[:400]
+
+    def transfer():
+        teacher = _model(PrivatePredictionClassifier, epsilon=4.0, max_queries=None)
+        return dpsklearn.KnowledgeTransferClassifier(
+            teacher, LogisticRegression(), random_state=0
+        )
+
+    local = _fit_transfer(transfer(), X, y, public)
+    remote = _fit_transfer(
+        transfer(), da.from_array(X, chunks=700), da.from_array(y, chunks=700), public
+    )
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+    assert remote.n_public_labelled_ == local.n_public_labelled_
+
+
+def test_knowledge_transfer_needs_public_classes_for_dask(dask_cluster, data):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = data
+    teacher = _model(PrivatePredictionClassifier)
+    teacher.set_params(classes=None)
+    model = dpsklearn.KnowledgeTransferClassifier(teacher, LogisticRegression())
+    with pytest.raises(ValueError, match="classes: with Dask X and y"):
+        model.fit(da.from_array(X, chunks=700), da.from_array(y, chunks=700), X[:50])
+
+
+def _fit_transfer(model, X, y, public):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y, X_public=public)
