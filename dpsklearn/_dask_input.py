@@ -30,6 +30,7 @@ __all__ = [
     "DaskLabels",
     "DaskRows",
     "check_partition",
+    "check_public_columns",
     "dask_label_set",
     "dask_training_data",
     "is_dask_collection",
@@ -343,3 +344,23 @@ def check_partition(
             "training label must be one of `classes`."
         )
     return index.astype(np.int64)
+
+
+def check_public_columns(meta: Any, schema: Any) -> None:
+    """Refuse a Dask ``X`` with a column whose bounds or categories are not public.
+
+    On a cluster nothing is read from the rows to fill a schema's gaps (it
+    would read the data before the spend): every column must be in
+    ``schema.bounds`` or ``schema.categories``.
+    """
+    keys = (
+        list(meta.columns) if hasattr(meta, "columns") else list(range(meta.shape[1]))
+    )
+    public = set() if schema is None else set(schema.bounds) | set(schema.categories)
+    missing = [key for key in keys if key not in public]
+    if missing:
+        raise ValueError(
+            f"schema: with a Dask X every column needs public bounds or "
+            f"categories in a PublicSchema; none for {missing!r} (they are "
+            "not read from the rows on a cluster)."
+        )

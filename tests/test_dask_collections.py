@@ -454,3 +454,29 @@ def _fit_transfer(model, X, y, public):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return model.fit(X, y, X_public=public)
+
+
+def test_naive_bayes_same_release_from_partitions(dask_cluster, data):
+    frame, parts, schema = _schema_frame(data)
+    params = dict(schema=schema, classes=[0, 1], epsilon=2.0, noise_random_state=0)
+    local = _fit(
+        dpsklearn.PrivateNaiveBayes(**params),
+        frame.drop(columns="label"),
+        frame["label"],
+    )
+    remote = _fit(
+        dpsklearn.PrivateNaiveBayes(**params),
+        parts.drop(columns="label"),
+        parts["label"],
+    )
+    np.testing.assert_allclose(remote.theta_, local.theta_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(remote.var_, local.var_, rtol=1e-9, atol=1e-12)
+    queries = frame.drop(columns="label")
+    np.testing.assert_array_equal(remote.predict(queries), local.predict(queries))
+    accountant = PrivacyAccountant(epsilon=5.0, delta=1e-3)
+    model = dpsklearn.PrivateNaiveBayes(
+        schema=schema, classes=[1, 2], accountant=accountant
+    )
+    with pytest.raises(ValueError, match="not in the given `classes`"):
+        _fit(model, parts.drop(columns="label"), parts["label"])
+    assert _spent_nothing(accountant)

@@ -44,7 +44,12 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from .._base import FitPlan, PrivateEstimatorMixin
-from .._dask_input import DaskRows, check_partition, dask_training_data
+from .._dask_input import (
+    DaskRows,
+    check_partition,
+    check_public_columns,
+    dask_training_data,
+)
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._validation import warn_if_delta_large
 from ..mechanisms import (
@@ -225,23 +230,7 @@ class AdditiveLeastSquaresMixin(TabularInputMixin, PrivateEstimatorMixin):
             X, y, allow_nan=True, consumer=self._input_consumer()
         )
         validate_data(self, rows.meta, reset=True, skip_check_array=True)
-        meta = rows.meta
-        keys = (
-            list(meta.columns)
-            if hasattr(meta, "columns")
-            else list(range(meta.shape[1]))
-        )
-        schema = self.schema
-        public = (
-            set() if schema is None else set(schema.bounds) | set(schema.categories)
-        )
-        missing = [key for key in keys if key not in public]
-        if missing:
-            raise ValueError(
-                f"schema: with a Dask X every column needs public bounds or "
-                f"categories in a PublicSchema; none for {missing!r} (they are "
-                "not read from the rows on a cluster)."
-            )
+        check_public_columns(rows.meta, self.schema)
         handle = DaskTargets(targets, labels)
         return self._plan_release(rows, handle, label_bound, attributes)
 
