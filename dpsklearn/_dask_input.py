@@ -32,6 +32,7 @@ __all__ = [
     "check_partition",
     "check_public_columns",
     "dask_label_set",
+    "dask_rows",
     "dask_training_data",
     "is_dask_collection",
 ]
@@ -331,6 +332,8 @@ def check_partition(
             "or use an estimator that handles NaN, such as "
             "HistGradientBoostingClassifier."
         )
+    if y is None:  # rows without labels (a transformer's fit)
+        return np.empty(0)
     labels = np.asarray(y)
     if classes is None:
         return labels
@@ -364,3 +367,39 @@ def check_public_columns(meta: Any, schema: Any) -> None:
             f"categories in a PublicSchema; none for {missing!r} (they are "
             "not read from the rows on a cluster)."
         )
+
+
+def dask_rows(
+    X: Any, *, allow_nan: bool = False, consumer: str = "the estimator"
+) -> DaskRows:
+    """``X`` alone as handles on its partitions (a transformer's ``fit``).
+
+    As :func:`dask_training_data` without ``y``: the lengths are counted on
+    the workers (or read from a Dask array's chunks), nothing else is read.
+
+    Raises
+    ------
+    ValueError
+        Naming ``X``: not a 2-D Dask array or DataFrame, unknown chunk lengths,
+        or no row.
+    """
+    import dask
+
+    kind = _kind(X)
+    if kind not in ("frame", "array") or (kind == "array" and X.ndim != 2):
+        raise ValueError(f"X must be a Dask DataFrame or a 2-D Dask array, got {kind}.")
+    if kind == "array" and len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # a partition is a block of whole rows
+    parts = _partitions(X, kind)
+    if kind == "array":
+        lengths = _array_lengths(X, "X")
+        meta = np.empty((0, X.shape[1]), dtype=X.dtype)
+    else:
+        counted = dask.compute(*[dask.delayed(len)(part) for part in parts])
+        lengths = np.asarray(counted, dtype=np.int64)
+        meta = X._meta
+    if int(lengths.sum()) == 0:
+        raise ValueError("X must not be empty: its Dask collection holds 0 rows.")
+    return DaskRows(
+        parts, lengths, meta, _row_bytes(meta), allow_nan=allow_nan, consumer=consumer
+    )

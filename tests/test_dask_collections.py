@@ -31,6 +31,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
 
 import dpsklearn
+import dpsklearn.decomposition
 from dpsklearn import (
     PrivacyAccountant,
     PrivacyLeakWarning,
@@ -480,3 +481,25 @@ def test_naive_bayes_same_release_from_partitions(dask_cluster, data):
     with pytest.raises(ValueError, match="not in the given `classes`"):
         _fit(model, parts.drop(columns="label"), parts["label"])
     assert _spent_nothing(accountant)
+
+
+@pytest.mark.parametrize("name", ["PrivatePCA", "PrivateStandardScaler"])
+def test_bounded_columns_same_release_from_partitions(dask_cluster, data, name):
+    X, _y = data
+    cls = getattr(dpsklearn.decomposition, name)
+    params = dict(bounds=(-4.0, 4.0), epsilon=2.0, noise_random_state=0)
+    local = _fit(cls(**params), X, None)
+    remote = _fit(cls(**params), da.from_array(X, chunks=(700, 3)), None)
+    for attribute in ("mean_", "components_", "var_"):
+        if hasattr(local, attribute):
+            np.testing.assert_allclose(
+                getattr(remote, attribute),
+                getattr(local, attribute),
+                rtol=1e-7,
+                atol=1e-9,
+            )
+    np.testing.assert_allclose(
+        remote.transform(X[:20]), local.transform(X[:20]), rtol=1e-6, atol=1e-8
+    )
+    with pytest.raises(ValueError, match="bounds: with a Dask X"):
+        cls(epsilon=2.0).fit(da.from_array(X, chunks=700))
