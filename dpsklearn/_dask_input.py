@@ -31,6 +31,7 @@ __all__ = [
     "DaskRows",
     "check_partition",
     "check_public_columns",
+    "dask_column_partitions",
     "dask_label_set",
     "dask_rows",
     "dask_training_data",
@@ -403,3 +404,26 @@ def dask_rows(
     return DaskRows(
         parts, lengths, meta, _row_bytes(meta), allow_nan=allow_nan, consumer=consumer
     )
+
+
+def dask_column_partitions(x: Any) -> tuple[list, int, bool]:
+    """A Dask array, Series or DataFrame of values: its partitions, no row read.
+
+    For the statistics of :mod:`dpsklearn.statistics`, which sum each
+    partition where it lives. Returns the delayed partitions (whole rows),
+    the number of columns and whether ``x`` is one column (1-D).
+    """
+    kind = _kind(x)
+    if kind == "array":
+        if x.ndim == 1:
+            return list(x.to_delayed().ravel()), 1, True
+        if x.ndim != 2:
+            raise ValueError(f"x must be 1-D or 2-D, got shape {x.shape}.")
+        if len(x.chunks[1]) > 1:
+            x = x.rechunk({1: -1})
+        return list(x.to_delayed().ravel()), int(x.shape[1]), False
+    if kind == "series":
+        return _partitions(x, kind), 1, True
+    if kind == "frame":
+        return _partitions(x, kind), len(x.columns), False
+    raise ValueError(f"x must be a Dask array, Series or DataFrame, got {kind}.")

@@ -503,3 +503,36 @@ def test_bounded_columns_same_release_from_partitions(dask_cluster, data, name):
     )
     with pytest.raises(ValueError, match="bounds: with a Dask X"):
         cls(epsilon=2.0).fit(da.from_array(X, chunks=700))
+
+
+@pytest.mark.parametrize("form", ["array", "series", "frame"])
+def test_statistics_same_release_from_partitions(dask_cluster, data, form):
+    from dpsklearn import statistics
+
+    X, _y = data
+    column = X[:, 0]
+    if form == "array":
+        values, dask_values = X[:, :3], da.from_array(X[:, :3], chunks=(700, 2))
+    elif form == "series":
+        values = column
+        dask_values = dd.from_pandas(pd.Series(column), npartitions=4)
+    else:
+        values = X[:, :2]
+        dask_values = dd.from_pandas(pd.DataFrame(X[:, :2]), npartitions=3)
+    for function in (statistics.mean, statistics.var):
+        np.testing.assert_allclose(
+            function(dask_values, (-4, 4), noise_random_state=0),
+            function(values, (-4, 4), noise_random_state=0),
+            rtol=1e-9,
+        )
+    if form == "series":
+        local = statistics.histogram(values, 8, (-4, 4), noise_random_state=0)
+        remote = statistics.histogram(dask_values, 8, (-4, 4), noise_random_state=0)
+        np.testing.assert_allclose(remote[0], local[0], rtol=1e-9)
+        np.testing.assert_allclose(
+            statistics.quantile(
+                dask_values, [0.25, 0.5], (-4, 4), noise_random_state=0
+            ),
+            statistics.quantile(values, [0.25, 0.5], (-4, 4), noise_random_state=0),
+            rtol=1e-9,
+        )
