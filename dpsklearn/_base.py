@@ -231,10 +231,11 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
             raise ValueError(
                 f"X: {type(self).__name__} does not take a Dask collection in "
                 f"{where} (it would be read into this process). Compute it "
-                "first if it fits in memory. The teacher ensembles' classifiers "
-                "(SubsampleAggregateClassifier, PrivatePredictionClassifier) "
-                "fit on Dask collections where their partitions live "
-                "(docs/cluster.rst)."
+                "first if it fits in memory. SubsampleAggregateClassifier, "
+                "PrivatePredictionClassifier, KnowledgeTransferClassifier, the "
+                "least-squares models, PrivateNaiveBayes, PrivatePCA and "
+                "PrivateStandardScaler fit on Dask collections where their "
+                "partitions live (docs/cluster.rst)."
             )
         return validate_input(
             self,
