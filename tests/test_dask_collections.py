@@ -7,9 +7,12 @@ the same ``random_state`` (identical votes), every teacher is fitted on
 exactly its shard of the NumPy partition, in the NumPy order, no task result
 that the client asks for is larger than a small fraction of ``X`` (only
 teachers and counts come back), and bad input is refused with a ValueError
-naming the parameter before anything is spent. Under ``CI=true`` the module
-fails, rather than skips, when ``distributed`` or ``dask.dataframe`` is
-missing.
+naming the parameter before anything is spent. The estimators released from
+sufficient statistics (least squares, naive Bayes, PCA, the scaler,
+``dpsklearn.statistics``) make the NumPy path's release from sums taken per
+partition (equal up to rounding), and knowledge transfer's teacher fits on
+the partitions. Under ``CI=true`` the module fails, rather than skips, when
+``distributed`` or ``dask.dataframe`` is missing.
 
 Run alone: ``python -m pytest -q -p no:cacheprovider -n 0
 tests/test_dask_collections.py``.
