@@ -310,11 +310,12 @@ def check_partition(
     and reaches ``fit`` before anything is spent.
     """
     if hasattr(X, "select_dtypes"):  # a pandas frame
-        nan = bool(np.asarray(X.isna()).any())
+        # Column by column: a worker never holds a float copy of the partition.
+        nan = any(bool(X[column].isna().any()) for column in X.columns)
         numeric = X.select_dtypes(include="number")
-        inf = bool(
-            numeric.shape[1]
-            and np.isinf(numeric.to_numpy(dtype=np.float64, na_value=np.nan)).any()
+        inf = any(
+            bool(np.isinf(numeric[column].to_numpy(np.float64, na_value=0.0)).any())
+            for column in numeric.columns
         )
     elif X.dtype.kind in "fc":
         nan, inf = bool(np.isnan(X).any()), bool(np.isinf(X).any())
