@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._dask_input import dask_label_set, dask_training_data, is_dask_collection
 from ._param_validation import ValidatesParameters
 from ._validation import validate_input
 from ._warn import warn_user, warning_scope
@@ -218,8 +219,24 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
         """Whether every consumer of ``X`` takes NaN (their ``allow_nan`` tags)."""
         return False
 
+    #: Whether ``fit`` takes Dask collections where their partitions live
+    #: (the teacher ensembles: ``docs/cluster.rst``).
+    _accepts_dask_collections = False
+
     def _validate_input(self, X, y="no_validation", *, reset=True, **kwargs):
         """``X`` (and ``y``) by the one input rule (:func:`validate_input`)."""
+        if is_dask_collection(X) or is_dask_collection(y):
+            # Validating would compute the whole collection into this process.
+            where = "fit" if reset else "a query"
+            raise ValueError(
+                f"X: {type(self).__name__} does not take a Dask collection in "
+                f"{where} (it would be read into this process). Compute it "
+                "first if it fits in memory. SubsampleAggregateClassifier, "
+                "PrivatePredictionClassifier, KnowledgeTransferClassifier, the "
+                "least-squares models, PrivateNaiveBayes, PrivatePCA and "
+                "PrivateStandardScaler fit on Dask collections where their "
+                "partitions live (docs/cluster.rst)."
+            )
         return validate_input(
             self,
             X,
@@ -490,8 +507,18 @@ class PublicLabelsMixin:
             self, X: Any, y: Any = "no_validation", *, reset: bool = True, **kwargs: Any
         ) -> Any: ...
 
+        def _input_allows_nan(self) -> bool: ...
+
+        def _input_consumer(self) -> str: ...
+
+        _accepts_dask_collections: bool
+
     def _validate_classification_data(self, X, y):
         """Validate ``X, y``; return ``X``, ``y`` as class indices and ``classes``."""
+        if self._accepts_dask_collections and (
+            is_dask_collection(X) or is_dask_collection(y)
+        ):
+            return self._validate_dask_classification_data(X, y)
         X, y = self._validate_input(X, y)
         try:
             check_classification_targets(y)
@@ -517,3 +544,41 @@ class PublicLabelsMixin:
                     "`classes`; every training label must be one of `classes`."
                 )
         return X, np.searchsorted(classes, y).astype(np.int64), classes
+
+    def _validate_dask_classification_data(self, X, y):
+        """Dask ``X, y``: handles on their partitions, checked without reading rows.
+
+        Only public numbers reach this process: the partitions' lengths
+        (counted on the workers), the columns and dtypes, and ``classes``.
+        The rows' checks (finite values, labels in ``classes``) run on the
+        workers while the teachers are fitted, before the spend
+        (:func:`~dpsklearn._dask_input.check_partition`). With
+        ``classes=None`` the label set is read from ``y`` on the workers, with
+        the same :class:`PrivacyLeakWarning` as for a NumPy ``y``.
+        """
+        rows, labels = dask_training_data(
+            X,
+            y,
+            allow_nan=self._input_allows_nan(),
+            consumer=self._input_consumer(),
+        )
+        # n_features_in_ and feature_names_in_ from the empty meta (no row).
+        validate_data(self, rows.meta, reset=True, skip_check_array=True)
+        if self.classes is None:
+            warn_user(
+                "classes is None: the label set is taken from the private "
+                "training labels (classes_ = unique(y)), so a label held by one "
+                "record can appear in the output range. Pass the public label "
+                "set as `classes`.",
+                PrivacyLeakWarning,
+            )
+            classes = dask_label_set(labels)
+            try:
+                check_classification_targets(classes)
+            except ValueError as exc:
+                raise ValueError(f"y must hold class labels: {exc}") from exc
+        else:
+            classes = np.unique(np.asarray(self.classes))
+            if classes.ndim != 1 or classes.size == 0:
+                raise ValueError("classes must be a non-empty 1-D array of labels.")
+        return rows, labels.encoded(classes), classes

@@ -34,6 +34,7 @@ RANKS = {
     "baselines": 0,
     "datasets": 0,
     "_validation": 1,
+    "_dask_input": 1,
     "noise": 2,
     "accounting": 2,
     "metrics": 2,

@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
+from .._dask_input import DaskRows, check_partition, dask_rows, is_dask_collection
 from .._param_validation import HasMethods, Interval
 from .._validation import warn_if_delta_large
 from .._warn import warn_user
@@ -66,8 +67,10 @@ class _BoundedColumnsMixin(PrivateEstimatorMixin):
 
     __dpsklearn_publishable__ = True
 
-    def _validated_columns(self, X) -> tuple[np.ndarray, np.ndarray]:
+    def _validated_columns(self, X) -> tuple[Any, np.ndarray]:
         self._check_finite_epsilon()
+        if is_dask_collection(X):
+            return self._validated_dask_columns(X)
         X = self._validate_input(X, accept_sparse=False)
         X = np.asarray(X, dtype=np.float64)
         if self.bounds is None:
@@ -98,10 +101,41 @@ class _BoundedColumnsMixin(PrivateEstimatorMixin):
         warn_if_delta_large(float(self.delta), X.shape[0])
         return X, limits
 
+    def _validated_dask_columns(self, X) -> tuple[DaskRows, np.ndarray]:
+        """A Dask ``X`` (``docs/cluster.rst``): handles, and the public bounds.
+
+        The bounds must be given: reading them would read the rows. The
+        statistic is summed over the partitions where they live, before the
+        spend (:meth:`_train`), and released once, as for NumPy input.
+        """
+        from sklearn.utils.validation import validate_data
+
+        if self.bounds is None:
+            raise ValueError(
+                "bounds: with a Dask X the columns' bounds must be public; pass "
+                "`bounds` (they are not read from the rows on a cluster)."
+            )
+        rows = dask_rows(X, allow_nan=True, consumer=type(self).__name__)
+        validate_data(self, rows.meta, reset=True, skip_check_array=True)
+        d = rows.shape[1]
+        limits = np.asarray(self.bounds, dtype=np.float64)
+        if limits.shape == (2,):
+            limits = np.tile(limits[:, None], (1, d))
+        if (
+            limits.shape != (2, d)
+            or not np.all(np.isfinite(limits))
+            or np.any(limits[0] >= limits[1])
+        ):
+            raise ValueError(
+                "bounds must be finite (lower, upper) with lower < upper, of "
+                f"shape (2,) or (2, {d}), got {self.bounds!r}."
+            )
+        warn_if_delta_large(float(self.delta), rows.shape[0])
+        return rows, limits
+
     def _scaled(self, X, limits=None) -> np.ndarray:
         limits = self.bounds_ if limits is None else limits
-        z = (np.clip(X, limits[0], limits[1]) - limits[0]) / (limits[1] - limits[0])
-        return np.nan_to_num(2.0 * z - 1.0, nan=0.0)
+        return _scale_columns(X, limits)
 
     def _query(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -216,6 +250,10 @@ class PrivatePCA(_BoundedColumnsMixin, TransformerMixin, BaseEstimator):
     def _train(self, plan):
         # Non-private until _release replaces it by its noisy release.
         X = plan.X
+        if isinstance(X, DaskRows):
+            limits = plan.attributes["bounds_"]
+            gram = _sum_over_partitions(X, _partition_gram, limits)
+            return {"_gram": gram, "_n": X.shape[0]}
         rows = np.hstack(
             [self._scaled(X, plan.attributes["bounds_"]), np.ones((X.shape[0], 1))]
         )
@@ -348,6 +386,9 @@ class PrivateStandardScaler(
 
     def _train(self, plan):
         # Non-private until _release replaces it by its noisy release.
+        if isinstance(plan.X, DaskRows):
+            limits = plan.attributes["bounds_"]
+            return {"_sums": _sum_over_partitions(plan.X, _partition_sums, limits)}
         z = self._scaled(plan.X, plan.attributes["bounds_"])
         rows = np.hstack([z, z * z, np.ones((z.shape[0], 1))])
         scale = (1.0 - 2.0**-50) / math.sqrt(rows.shape[1])
@@ -375,3 +416,35 @@ class PrivateStandardScaler(
         X_new : ndarray of shape (n_queries, n_features)
         """
         return (self._query(X) - self.mean_) / self.scale_
+
+
+def _scale_columns(X, limits) -> np.ndarray:
+    """Columns mapped by their public bounds to [-1, 1], missing values at 0."""
+    z = (np.clip(X, limits[0], limits[1]) - limits[0]) / (limits[1] - limits[0])
+    return np.nan_to_num(2.0 * z - 1.0, nan=0.0)
+
+
+def _partition_gram(X, limits) -> np.ndarray:
+    """One partition's Gram matrix of the scaled rows and a constant (a worker)."""
+    check_partition(X, None, None, allow_nan=True, consumer="PrivatePCA")
+    X = np.asarray(X, dtype=np.float64)
+    rows = np.hstack([_scale_columns(X, limits), np.ones((X.shape[0], 1))])
+    rows /= math.sqrt(X.shape[1] + 1) / (1.0 - 2.0**-50)
+    return rows.T @ rows
+
+
+def _partition_sums(X, limits) -> np.ndarray:
+    """One partition's sums of ``[z, z^2, 1]``, scaled (a worker)."""
+    check_partition(X, None, None, allow_nan=True, consumer="PrivateStandardScaler")
+    z = _scale_columns(np.asarray(X, dtype=np.float64), limits)
+    rows = np.hstack([z, z * z, np.ones((z.shape[0], 1))])
+    scale = (1.0 - 2.0**-50) / math.sqrt(rows.shape[1])
+    return rows.sum(axis=0) * scale
+
+
+def _sum_over_partitions(rows: DaskRows, statistic, limits) -> np.ndarray:
+    """``statistic`` of every partition, where it lives, added in the client."""
+    import dask
+
+    parts = [dask.delayed(statistic)(part, limits) for part in rows.partitions]
+    return np.sum(dask.compute(*parts), axis=0)

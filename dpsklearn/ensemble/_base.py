@@ -105,6 +105,8 @@ class TeacherEnsembleMixin(PrivateEstimatorMixin):
 
     # A search over an ensemble's privacy parameters warns once per kind.
     _warnings_once_per_kind = True
+    # Dask collections are fitted where their partitions live (docs/cluster.rst).
+    _accepts_dask_collections = True
 
     def _base_estimator(self):
         if self.estimator is None:

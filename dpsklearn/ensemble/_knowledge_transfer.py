@@ -27,6 +27,7 @@ from sklearn.base import ClassifierMixin, clone, is_classifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.multiclass import check_classification_targets
 
+from .._dask_input import is_dask_collection
 from ._base import one_class_read_from_y
 from ._knowledge_transfer_base import (
     BaseKnowledgeTransfer,
@@ -198,7 +199,8 @@ class KnowledgeTransferClassifier(ClassifierMixin, BaseKnowledgeTransfer):
 
     def _validate_training(self, X, y, teacher):
         X, y = self._validate_private(X, y, teacher)
-        check_classification_targets(y)
+        if not is_dask_collection(y):  # the teacher checks a Dask y's labels
+            check_classification_targets(y)
         return X, y
 
     @staticmethod

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import RefusesSeveredCopies, keeps_live_model
+from .._dask_input import dask_training_data, is_dask_collection
 from .._param_validation import HasMethods, Interval, StrOptions
 from .._released import ReleasedModelMixin
 from .._validation import accepts_nan, n_rows, take_rows, validate_input
@@ -152,12 +153,48 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
 
     def _validate_private(self, X, y, teacher):
         """The private rows as the teacher takes them."""
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._validate_dask_private(X, y, teacher)
         return self._validate_rows(
             X,
             y,
             allow_nan=accepts_nan(teacher),
             consumer=f"the teacher ({type(teacher).__name__})",
         )
+
+    def _validate_dask_private(self, X, y, teacher):
+        """Dask ``X, y`` for a teacher that fits where the partitions live.
+
+        The collections go to the teacher as given (``docs/cluster.rst``,
+        "Data larger than one machine"); here, before anything is spent, only
+        what lines them up is checked (lengths counted on the workers, the
+        columns from the collection's metadata), and the label set must be
+        public: the stand-in labels of the student's checks would otherwise
+        read ``y``.
+        """
+        from sklearn.utils.validation import validate_data
+
+        if not getattr(teacher, "_accepts_dask_collections", False) or not hasattr(
+            teacher, "_validate_classification_data"
+        ):
+            raise ValueError(
+                f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
+                "collections; use a SubsampleAggregateClassifier or "
+                "PrivatePredictionClassifier teacher, or compute X and y first."
+            )
+        if getattr(teacher, "classes", None) is None:
+            raise ValueError(
+                "classes: with Dask X and y the teacher's label set must be "
+                "public; pass `classes` to the teacher."
+            )
+        rows, _ = dask_training_data(
+            X,
+            y,
+            allow_nan=accepts_nan(teacher),
+            consumer=f"the teacher ({type(teacher).__name__})",
+        )
+        validate_data(self, rows.meta, reset=True, skip_check_array=True)
+        return X, y
 
     def _validate_query(self, X):
         """Query rows as the student takes them (free: nothing is spent)."""
@@ -222,7 +259,7 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
                 "private teacher labels for the student."
             )
         X, y = self._validate_training(X, y, teacher)
-        teacher = self._resolve_teacher(teacher, n_rows(X))
+        teacher = self._resolve_teacher(teacher, _private_rows(X))
         X_public = self._validate_public(X_public, teacher, student)
         student = self._resolve_student(student, X_public)
 
@@ -470,3 +507,10 @@ def _has_halted(teacher):
     """Whether the teacher answers nothing more (its budget or cap is spent)."""
     status = getattr(teacher, "budget_status", None)
     return bool(callable(status) and status().halted)
+
+
+def _private_rows(X):
+    """The number of private rows; a Dask collection's counted on the workers."""
+    if is_dask_collection(X):
+        return int(len(X))
+    return n_rows(X)

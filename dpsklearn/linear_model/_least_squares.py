@@ -16,12 +16,17 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .._base import keeps_live_model
+from .._dask_input import is_dask_collection
 from .._param_validation import Interval
 from .._validation import check_regression_targets
 from .._warn import warn_user
 from ..exceptions import PrivacyLeakWarning
 from ..preprocessing import PublicSchema
-from ._additive_least_squares import ADDITIVE_CONSTRAINTS, AdditiveLeastSquaresMixin
+from ._additive_least_squares import (
+    ADDITIVE_CONSTRAINTS,
+    AdditiveLeastSquaresMixin,
+    LabelRule,
+)
 
 __all__ = ["PrivateLeastSquaresClassifier", "PrivateLinearRegression"]
 
@@ -179,6 +184,8 @@ class PrivateLeastSquaresClassifier(
         return self._fit(X, y)
 
     def _plan(self, X, y):
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._plan_dask(X, y)
         X, classes, index = self._validate_labelled_table(X, y)
         k = classes.size
         if k <= 2:
@@ -188,6 +195,22 @@ class PrivateLeastSquaresClassifier(
             labels = np.eye(k)[index] - 1.0 / k
             bound = math.sqrt((k - 1) / k)
         return self._plan_release(X, labels, bound, {"classes_": classes})
+
+    def _plan_dask(self, X, y):
+        # The label set must be public: reading it would read y.
+        classes = self.classes
+        if classes is None and self.schema is not None:
+            classes = self.schema.classes
+        if classes is None:
+            raise ValueError(
+                "classes: with Dask X and y the label set must be public; pass "
+                "`classes` (or the schema's classes)."
+            )
+        classes = np.unique(np.asarray(classes))
+        k = classes.size
+        bound = 0.5 if k <= 2 else math.sqrt((k - 1) / k)
+        rule = LabelRule("classes", classes=classes)
+        return self._plan_dask_release(X, y, rule, bound, {"classes_": classes})
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Released scores: ``(n,)`` for two classes, ``(n, k)`` otherwise.
@@ -356,6 +379,8 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         return self._fit(X, y)
 
     def _plan(self, X, y):
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._plan_dask(X, y)
         y = check_regression_targets(y)
         X, y = self._validate_input(X, y, accept_sparse=False, y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
@@ -384,6 +409,34 @@ class PrivateLinearRegression(AdditiveLeastSquaresMixin, RegressorMixin, BaseEst
         return self._plan_release(
             X,
             labels,
+            (hi - lo) / 2.0,
+            {"target_range_": (lo, hi), "center_": center},
+        )
+
+    def _plan_dask(self, X, y):
+        # The target range must be public: reading it would read y.
+        target_range = self.y_bound
+        if target_range is None and self.schema is not None:
+            target_range = self.schema.target_range
+        if target_range is None:
+            raise ValueError(
+                "y_bound: with Dask X and y the target range must be public; "
+                "pass `y_bound` (or the schema's target_range)."
+            )
+        if np.ndim(target_range) == 0:
+            lo, hi = -float(target_range), float(target_range)
+        else:
+            lo, hi = (float(v) for v in target_range)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(
+                f"y_bound must be a finite range lo < hi, got {target_range!r}."
+            )
+        center = (lo + hi) / 2.0
+        rule = LabelRule("regression", lo=lo, hi=hi)
+        return self._plan_dask_release(
+            X,
+            y,
+            rule,
             (hi - lo) / 2.0,
             {"target_range_": (lo, hi), "center_": center},
         )

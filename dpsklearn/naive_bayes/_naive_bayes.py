@@ -30,6 +30,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import FitPlan, PrivateEstimatorMixin, keeps_live_model
+from .._dask_input import (
+    DaskLabels,
+    DaskRows,
+    check_partition,
+    check_public_columns,
+    dask_training_data,
+    is_dask_collection,
+)
 from .._param_validation import HasMethods, Interval
 from .._validation import warn_if_delta_large
 from ..mechanisms import SufficientStatisticsRelease
@@ -175,9 +183,15 @@ class PrivateNaiveBayes(
 
     def _plan(self, X, y):
         self._check_finite_epsilon()
-        X, classes, index = self._validate_labelled_table(X, y)
+        if is_dask_collection(X) or is_dask_collection(y):
+            X, classes, labels = self._validate_dask_table(X, y)
+            table = X.meta
+        else:
+            X, classes, index = self._validate_labelled_table(X, y)
+            labels = np.eye(classes.size)[index]
+            table = X
         warn_if_delta_large(float(self.delta), X.shape[0])
-        feature_map = AdditiveFeatureMap(resolve_columns(X, self.schema), 0)
+        feature_map = AdditiveFeatureMap(resolve_columns(table, self.schema), 0)
         kinds = [kind for _, kind, _ in feature_map.columns]
         width = 2 * kinds.count("numeric") + 1
         width += sum(len(d) + 1 for _, k, d in feature_map.columns if k != "numeric")
@@ -190,7 +204,6 @@ class PrivateNaiveBayes(
             shares=(0.0, 1.0, 0.0),
             n_targets=classes.size,
         )
-        labels = np.eye(classes.size)[index]
         return FitPlan(
             mechanism,
             X,
@@ -204,6 +217,8 @@ class PrivateNaiveBayes(
     def _train(self, plan):
         # Non-private until _release replaces it by its noisy release.
         feature_map = plan.training["feature_map"]
+        if isinstance(plan.X, DaskRows):
+            return {"_moment": _dask_moment(plan.X, plan.y, feature_map)}
         codes = feature_map.encode(plan.X)
         features = _moment_features(feature_map, codes)
         moment = features.T @ plan.y
@@ -232,6 +247,31 @@ class PrivateNaiveBayes(
         fitted["theta_"] = np.array(means).T if means else np.zeros((k, 0))
         fitted["var_"] = np.array(variances).T if variances else np.zeros((k, 0))
         fitted["category_log_prob_"] = categorical
+
+    def _validate_dask_table(self, X, y):
+        """Dask ``X, y`` (``docs/cluster.rst``): public columns and classes only.
+
+        The moment is summed over the partitions where they live (by
+        :meth:`_train`, before the spend: a label outside ``classes`` is
+        refused there and nothing is spent).
+        """
+        from sklearn.utils.validation import validate_data
+
+        classes = self.classes
+        if classes is None and self.schema is not None:
+            classes = self.schema.classes
+        if classes is None:
+            raise ValueError(
+                "classes: with Dask X and y the label set must be public; pass "
+                "`classes` (or the schema's classes)."
+            )
+        classes = np.unique(np.asarray(classes))
+        rows, labels = dask_training_data(
+            X, y, allow_nan=True, consumer=self._input_consumer()
+        )
+        validate_data(self, rows.meta, reset=True, skip_check_array=True)
+        check_public_columns(rows.meta, self.schema)
+        return rows, classes, labels.encoded(classes)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -283,3 +323,21 @@ class PrivateNaiveBayes(
         """
         joint = self._joint_log_likelihood(X)
         return self.classes_[np.argmax(joint, axis=1)]
+
+
+def _partition_moment(X, y, classes, feature_map):
+    """One partition's moment ``features^T onehot(y)`` (runs on a worker)."""
+    index = check_partition(X, y, classes, allow_nan=True, consumer="the map")
+    features = _moment_features(feature_map, feature_map.encode(X))
+    return features.T @ np.eye(classes.size)[index]
+
+
+def _dask_moment(rows: DaskRows, labels: DaskLabels, feature_map) -> np.ndarray:
+    """The moment summed over the partitions (only the sums come back)."""
+    import dask
+
+    parts = [
+        dask.delayed(_partition_moment)(X_part, y_part, labels.classes, feature_map)
+        for X_part, y_part in zip(rows.partitions, labels.partitions, strict=True)
+    ]
+    return np.sum(dask.compute(*parts), axis=0)

@@ -21,16 +21,23 @@ Everything after the release is post-processing:
 A function spends its ``(epsilon, delta)`` from ``accountant`` when one is
 given (refusing before any computation when it cannot pay); the noise comes
 from ``noise_random_state`` (``None``: OS entropy).
+
+``x`` may be a Dask array, Series or DataFrame (``docs/cluster.rst``, "Data
+larger than one machine"): each partition's sums are computed where it lives
+(and its missing values refused there, before the spend), added in the
+client, and released once, as for NumPy input.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._dask_input import dask_column_partitions, is_dask_collection
 from ..exceptions import BudgetExhaustedError
 from ..mechanisms import SufficientStatisticsRelease
 from ..noise import NoiseSource, make_noise_generators
@@ -38,35 +45,78 @@ from ..noise import NoiseSource, make_noise_generators
 __all__ = ["histogram", "mean", "quantile", "var"]
 
 
-def _columns(x: ArrayLike, bounds: Any) -> tuple[NDArray[np.float64], np.ndarray, bool]:
+class _DaskValues:
+    """A Dask ``x``'s partitions (``docs/cluster.rst``): summed where they live."""
+
+    def __init__(self, partitions: list, n_columns: int):
+        self.partitions = partitions
+        self.n_columns = n_columns
+
+
+def _float_columns(x: Any) -> NDArray[np.float64]:
+    """Values as a 2-D float array with missing values refused."""
     values = np.asarray(x, dtype=np.float64)
-    single = values.ndim == 1
     values = values.reshape(values.shape[0], -1)
-    if values.shape[0] == 0:
-        raise ValueError("x must have at least one row.")
     if np.any(np.isnan(values)):
         raise ValueError("x has missing values; fill them with a public value first.")
+    return values
+
+
+def _columns(x: ArrayLike, bounds: Any) -> tuple[Any, np.ndarray, bool]:
+    if is_dask_collection(x):
+        partitions, n_columns, single = dask_column_partitions(x)
+        values: Any = _DaskValues(partitions, n_columns)
+    else:
+        single = np.ndim(x) == 1
+        values = _float_columns(x)
+        if values.shape[0] == 0:
+            raise ValueError("x must have at least one row.")
+        n_columns = values.shape[1]
     limits = np.asarray(bounds, dtype=np.float64)
     if limits.shape == (2,):
-        limits = np.tile(limits[:, None], (1, values.shape[1]))
-    if limits.shape != (2, values.shape[1]) or np.any(limits[0] >= limits[1]):
+        limits = np.tile(limits[:, None], (1, n_columns))
+    if limits.shape != (2, n_columns) or np.any(limits[0] >= limits[1]):
         raise ValueError(
             "bounds must be (lower, upper) with lower < upper, one pair per column "
-            f"(shape (2,) or (2, {values.shape[1]})), got {bounds!r}."
+            f"(shape (2,) or (2, {n_columns})), got {bounds!r}."
         )
     if not np.all(np.isfinite(limits)):
         raise ValueError(f"bounds must be finite, got {bounds!r}.")
     return values, limits, single
 
 
+def _partition_sums(partition: Any, features_of) -> NDArray[np.float64]:
+    """One partition's ``features^T 1`` (runs where the partition lives)."""
+    return features_of(_float_columns(partition)).sum(axis=0)
+
+
+def _feature_sums(values: Any, features_of) -> NDArray[np.float64]:
+    """``features_of(values)^T 1``; summed over a Dask ``x``'s partitions."""
+    if isinstance(values, _DaskValues):
+        import dask
+
+        parts = [
+            dask.delayed(_partition_sums)(part, features_of)
+            for part in values.partitions
+        ]
+        return np.sum(dask.compute(*parts), axis=0)
+    return features_of(values).sum(axis=0)
+
+
 def _released_sums(
-    features: np.ndarray, epsilon: float, delta: float, accountant, noise_random_state
+    values: Any,
+    features_of,
+    width: int,
+    epsilon: float,
+    delta: float,
+    accountant,
+    noise_random_state,
 ) -> np.ndarray:
-    """``features^T 1`` released once (rows of norm at most 1)."""
+    """``features_of(values)^T 1`` released once (rows of norm at most 1)."""
     mechanism = SufficientStatisticsRelease.calibrate(
         epsilon,
         delta,
-        n_features=features.shape[1],
+        n_features=width,
         feature_bound=1.0,
         label_bound=1.0,
         shares=(0.0, 1.0, 0.0),
@@ -78,24 +128,36 @@ def _released_sums(
                 "the accountant cannot pay for this release "
                 f"(epsilon={epsilon}, delta={delta}); nothing was computed."
             )
-    sums = features.sum(axis=0)
+    sums = _feature_sums(values, features_of)
     if accountant is not None:
         accountant.spend_events(events)
     noise = NoiseSource(*make_noise_generators(noise_random_state, 1))
     return mechanism.release(None, sums, None, noise).moment
 
 
-def _moments(x, bounds, epsilon, delta, accountant, noise_random_state, powers):
-    values, limits, single = _columns(x, bounds)
+def _power_features(values, limits, powers, scale):
+    """``[t^k for k in powers] + [1]`` per row, scaled to norm at most 1."""
     t = (np.clip(values, limits[0], limits[1]) - limits[0]) / (limits[1] - limits[0])
     blocks = [t**k for k in powers] + [np.ones((t.shape[0], 1))]
-    scale = (1.0 - 2.0**-50) / math.sqrt(len(powers) * t.shape[1] + 1)
+    return np.hstack(blocks) * scale
+
+
+def _moments(x, bounds, epsilon, delta, accountant, noise_random_state, powers):
+    values, limits, single = _columns(x, bounds)
+    d = limits.shape[1]
+    scale = (1.0 - 2.0**-50) / math.sqrt(len(powers) * d + 1)
+    features_of = partial(_power_features, limits=limits, powers=powers, scale=scale)
     sums = _released_sums(
-        np.hstack(blocks) * scale, epsilon, delta, accountant, noise_random_state
+        values,
+        features_of,
+        len(powers) * d + 1,
+        epsilon,
+        delta,
+        accountant,
+        noise_random_state,
     )
     sums = sums / scale
     count = max(sums[-1], 1.0)
-    d = t.shape[1]
     parts = [sums[i * d : (i + 1) * d] / count for i in range(len(powers))]
     return parts, limits, single
 
@@ -229,13 +291,16 @@ def histogram(
         )
     if int(bins) < 1:
         raise ValueError(f"bins must be a positive integer, got {bins!r}.")
-    values, limits, _ = _columns(np.asarray(x, dtype=np.float64).ravel(), range)
+    if not is_dask_collection(x):
+        x = np.asarray(x, dtype=np.float64).ravel()
+    values, limits, _ = _columns(x, range)
+    if limits.shape[1] != 1:
+        raise ValueError("x must be one column of values for a histogram.")
     lo, hi = float(limits[0, 0]), float(limits[1, 0])
-    t = (np.clip(values[:, 0], lo, hi) - lo) / (hi - lo)
-    index = np.minimum((t * int(bins)).astype(np.int64), int(bins) - 1)
-    features = np.zeros((t.shape[0], int(bins)))
-    features[np.arange(t.shape[0]), index] = 1.0 - 2.0**-50
-    counts = _released_sums(features, epsilon, delta, accountant, noise_random_state)
+    features_of = partial(_bin_features, lo=lo, hi=hi, bins=int(bins))
+    counts = _released_sums(
+        values, features_of, int(bins), epsilon, delta, accountant, noise_random_state
+    )
     return counts / (1.0 - 2.0**-50), np.linspace(lo, hi, int(bins) + 1)
 
 
@@ -297,3 +362,12 @@ def quantile(
     else:
         result = np.interp(levels * total, cumulative, edges)
     return float(result) if levels.ndim == 0 else result
+
+
+def _bin_features(values, lo, hi, bins):
+    """The one-hot of each value's bin (norm ``1 - 2^-50``)."""
+    t = (np.clip(values[:, 0], lo, hi) - lo) / (hi - lo)
+    index = np.minimum((t * bins).astype(np.int64), bins - 1)
+    features = np.zeros((t.shape[0], bins))
+    features[np.arange(t.shape[0]), index] = 1.0 - 2.0**-50
+    return features

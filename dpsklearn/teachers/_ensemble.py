@@ -5,7 +5,9 @@ The estimators of :mod:`dpsklearn.ensemble` (and the shards of
 teachers is their mechanism's business, never this module's. A fit whose
 teachers were already fitted (same rows, base estimator, number of teachers
 and integer ``random_state``: only privacy parameters differ) reuses them
-(:mod:`dpsklearn.teachers._cache`).
+(:mod:`dpsklearn.teachers._cache`). Rows given as Dask collections are fitted
+where their partitions live (:mod:`dpsklearn.teachers._partitions`), and
+bypass the cache.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from numpy.typing import ArrayLike
 from sklearn.base import clone
 from sklearn.utils import check_random_state
 
+from .._dask_input import DaskLabels, DaskRows
 from .._validation import n_rows
 from ._cache import cached_derived, cached_fit, cached_statistic, ensemble_key
 from ._fused import FusedLinearEnsemble, _fuse
 from ._inference import count_teacher_votes
+from ._partitions import fit_teachers_on_partitions
 from ._sharding import fit_teachers, partition_indices, teacher_seeds
 
 __all__ = ["count_votes", "fit_teacher_ensemble", "fuse_teachers"]
@@ -44,15 +48,21 @@ def fit_teacher_ensemble(
     noise. With an integer ``random_state`` the teachers are looked up
     first in the teacher cache (``dpsklearn.set_config(teacher_cache=...)``):
     a fit on the same rows with the same base estimator, number of teachers
-    and classes gets the very teachers a fresh fit would give.
+    and classes gets the very teachers a fresh fit would give. Rows given as
+    Dask collections (:class:`~dpsklearn._dask_input.DaskRows`) are fitted
+    on the cluster, the same shards and seeds as for a NumPy ``X``
+    (:func:`~dpsklearn.teachers._partitions.fit_teachers_on_partitions`),
+    and never through the cache: a collection cannot be hashed without
+    reading it, so a Dask fit always trains its teachers where the data
+    lives (``docs/cluster.rst``).
 
     Parameters
     ----------
     estimator : estimator
         Unfitted base estimator.
-    X : array, DataFrame, sparse matrix or list of documents
+    X : array, DataFrame, sparse matrix, list of documents or DaskRows
         Validated private rows, in the form the teachers take.
-    y : ndarray of shape (n_samples,)
+    y : ndarray of shape (n_samples,) or DaskLabels
         Class indices into the global classes (classifiers) or targets.
     n_estimators : int
     random_state : int, RandomState instance or None
@@ -65,6 +75,19 @@ def fit_teacher_ensemble(
     -------
     teachers : list of fitted estimators, in shard order
     """
+
+    if isinstance(X, DaskRows):
+        if not isinstance(y, DaskLabels):
+            raise TypeError("Rows on a Dask cluster take labels on it (DaskLabels).")
+        return fit_teachers_on_partitions(
+            estimator,
+            X,
+            y,
+            n_estimators,
+            random_state=random_state,
+            n_classes=n_classes,
+            verbose=verbose,
+        )
 
     def fit():
         rng = check_random_state(random_state)

@@ -73,7 +73,8 @@ def partition_indices(
     >>> sorted(len(s) for s in shards), sorted(np.concatenate(shards).tolist())[:3]
     ([3, 3, 4], [0, 1, 2])
     """
-    permutation = rng.permutation(n_samples).astype(np.int64)
+    # No copy when the permutation already is int64 (30M rows: 240 MB saved).
+    permutation = rng.permutation(n_samples).astype(np.int64, copy=False)
     return np.array_split(permutation, n_shards)
 
 
