@@ -72,8 +72,6 @@ SLOW_TESTS = {
         "test_stability_abstain_quartered_noise_caught",
         "test_stability_abstain_within_claim",
     ),
-    "test_audit_attack_releases.py": ("test_erm_halved_sensitivity_caught",),
-    "test_audit_attack_votes.py": ("test_exponential_predict_without_half_caught",),
     "test_audit_regression.py": (
         "test_bad_gaussian_half_sigma_is_caught",
         "test_gaussian_release_audit",
@@ -114,21 +112,11 @@ SLOW_TESTS = {
         "test_grid_search_in_processes_with_a_ledger_charges_every_fit",
         "test_grid_search_in_processes_with_a_shared_accountant_names_the_ledger",
     ),
-    # (and a local Dask cluster's progress lines; the votes on its workers
-    # stay quick)
-    "test_dask.py": (
-        "test_dask_fit_votes_identical_to_local_fit",
-        "test_dask_fit_reports_progress",
-    ),
     "test_sharding.py": ("test_fit_teachers_identical_across_n_jobs_and_backends",),
     "test_kernel_ridge_sharded.py": (
         "test_parallel_fit_matches_sequential_and_sparse_input",
     ),
     # exact accounting at scale and randomised sweeps (hypothesis)
-    "test_bounded_range.py": (
-        "test_auto_takes_the_certified_game_at_any_size",
-        "test_blocks_against_the_direct_game_and_lower_bounds",
-    ),
     "test_calibration.py": (
         "test_calibration_invariants_random",
         "test_per_query_auto_is_best_and_zcdp_composes",
@@ -142,10 +130,6 @@ SLOW_TESTS = {
         "test_knowledge_transfer_regressor_choices_are_searched_privately",
         "test_shared_accountant_is_charged_before_anything_is_trained",
     ),
-    "test_mechanism_options.py": (
-        "test_grid_search_over_mechanisms",
-        "test_private_grid_search_with_a_column_transformer_by_name",
-    ),
     "test_teacher_cache.py": ("test_grid_search_over_epsilon_fits_each_fold_once",),
     "test_inputs.py": ("test_pandas_categorical_columns",),
     "test_degenerate_teachers.py": (
@@ -154,11 +138,66 @@ SLOW_TESTS = {
         "test_a_student_of_one_class_teachers_is_told",
     ),
     "test_fused.py": ("test_memory_is_bounded_by_query_chunks",),
+    # audits whose "caught" siblings (the broken variants) stay quick
+    "test_audit_attack_releases.py": (
+        "test_erm_halved_sensitivity_caught",
+        "test_knowledge_transfer_within_claim",
+        "test_knowledge_transfer_regressor_within_claim",
+        "test_soft_label_within_claim",
+    ),
+    "test_audit_attack_votes.py": (
+        "test_exponential_predict_without_half_caught",
+        "test_exponential_predict_within_claim",
+        "test_gnmax_within_claim",
+        "test_gnmax_copies_within_twice_the_claim",
+        "test_confident_gnmax_within_claim",
+    ),
+    # the k-column moment's audit against its broken variant, 10^5 releases
+    # (the audit within the claim keeps one quick parameter set)
+    "test_no_public_rows.py": (
+        "test_k_column_moment_audit_catches_add_remove_sensitivity",
+    ),
+    # the numerical game at 1,000 rounds, against the lattice and on finer grids
+    "test_bounded_range.py": (
+        "test_auto_takes_the_certified_game_at_any_size",
+        "test_blocks_against_the_direct_game_and_lower_bounds",
+        "test_exponential_mechanism_target_against_the_lattice_game",
+        "test_finer_default_grid_tightens_the_split_within_the_optimum",
+    ),
+    # "auto" planned over every mechanism on a dozen settings
+    "test_mechanism_options.py": (
+        "test_grid_search_over_mechanisms",
+        "test_private_grid_search_with_a_column_transformer_by_name",
+        "test_auto_takes_a_free_test_only_where_it_is_clearly_better",
+        "test_auto_never_takes_what_only_noise_can_pass",
+    ),
+    # students of a regression teacher on real spans: hundreds of answers
+    "test_knowledge_transfer_regressor.py": (
+        "test_default_student_answers_rows_outside_the_public_span_at_its_edge",
+        "test_default_student_answers_within_the_teachers_public_range",
+    ),
+    "test_search_defaults.py": ("test_a_search_shows_each_kind_of_warning_once",),
+    # a two-process Dask cluster for each module (bad input stays quick)
+    "test_dask_collections.py": (
+        "test_votes_identical_to_a_numpy_fit",
+        "test_each_teacher_fitted_on_exactly_its_numpy_shard",
+        "test_rows_never_come_back_to_the_client",
+        "test_fit_from_parquet",
+        "test_predict_on_the_workers_after_a_dask_fit",
+        "test_dask_fit_bypasses_the_teacher_cache",
+    ),
+    "test_dask.py": (
+        "test_dask_fit_votes_identical_to_local_fit",
+        "test_dask_fit_reports_progress",
+        "test_dask_predict_counts_votes_on_the_workers",
+    ),
 }
 
 #: Single parameter sets moved to ``pytest -m slow``: ``file: (parts, ...)``,
 #: a test is slow when its id contains every string of one ``parts``.
 SLOW_PARAMETERS = {
+    # the k-column moment's audit with the most rows (a second stays quick)
+    "test_no_public_rows.py": (("test_k_column_moment_audit[", "shares0"),),
     # the sparse-format checks refit a knowledge-transfer student for each of
     # seven sparse formats, twice (its dense checks stay quick)
     "test_estimator_checks.py": (

@@ -52,6 +52,8 @@ dd = importlib.import_module("dask.dataframe")
 pd = importlib.import_module("pandas")
 
 N_SAMPLES, N_FEATURES, N_TEACHERS, SEED = 3000, 8, 20, 7
+#: A minute of fits through the cluster: the slow stage (.ci/run) runs them.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
