@@ -1,0 +1,207 @@
+"""Regression on Dask collections: teachers and shards trained where the
+partitions live (docs/cluster.rst, "Data larger than one machine"; issue 33).
+
+On a two-worker ``distributed.LocalCluster`` (separate processes, loopback
+only): :class:`~dpsklearn.PrivatePredictionRegressor` and
+:class:`~dpsklearn.SoftLabelPrivateRegressor` fitted on a Dask DataFrame or
+array give the very teachers of a NumPy fit with the same seeds (identical
+predictions, private answers included), and
+:class:`~dpsklearn.PrivateKernelRidge` releases the same model from a Dask
+input as from NumPy (its sharded fit trains each shard on the workers, its
+sufficient statistics are summed over the partitions). Bad input (no public
+target range, targets that are not finite numbers, a mode that keeps the
+training rows in the model) is refused with a ValueError naming the
+parameter before anything is spent. Under ``CI=true`` the module fails,
+rather than skips, when ``distributed`` or ``dask.dataframe`` is missing.
+
+Run alone: ``python -m pytest -q -p no:cacheprovider -n 0
+tests/test_dask_regression.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from _dask_cluster import local_cluster, require
+from sklearn.datasets import make_regression
+from sklearn.linear_model import LogisticRegression, Ridge
+
+import dpsklearn
+from dpsklearn import (
+    ClippedMean,
+    PrivacyAccountant,
+    PrivatePredictionRegressor,
+    SoftLabelPrivateRegressor,
+)
+
+require("distributed")
+da = require("dask.array")
+dd = require("dask.dataframe")
+
+N_SAMPLES, N_FEATURES, N_TEACHERS = 3000, 6, 20
+SEED = 7
+TARGET_RANGE = (-300.0, 300.0)
+
+
+@pytest.fixture(autouse=True)
+def no_teacher_cache():
+    with dpsklearn.config_context(teacher_cache=None):
+        yield
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    with local_cluster() as (cluster, client):
+        yield cluster, client
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_regression(
+        n_samples=N_SAMPLES, n_features=N_FEATURES, noise=5.0, random_state=0
+    )
+    return X, y
+
+
+def _forms(X, y, form):
+    """``(local X, local y, Dask X, Dask y, queries)`` of one input form."""
+    if form == "array":
+        # Uneven chunks, and more than one column chunk (rechunked to rows).
+        chunks = (700, 800, 500, 1000)
+        return (
+            X,
+            y,
+            da.from_array(X, chunks=(chunks, (4, N_FEATURES - 4))),
+            da.from_array(y, chunks=(chunks,)),
+            X,
+        )
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    frame["target"] = y
+    parts = dd.from_pandas(frame, npartitions=5)
+    local_X = frame.drop(columns="target")
+    return (
+        local_X,
+        frame["target"],
+        parts.drop(columns="target"),
+        parts["target"],
+        local_X,
+    )
+
+
+def _fit(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # noise_random_state, few rows per teacher
+        return model.fit(X, y)
+
+
+def _regressor(cls, **params):
+    if cls is PrivatePredictionRegressor:
+        params.setdefault("mechanism", ClippedMean(target_std=1000.0))
+        params.setdefault("max_queries", 50)
+        params.setdefault("target_range", TARGET_RANGE)
+    else:
+        params.setdefault("mechanism", "clipped_mean")
+        params.setdefault("max_queries", 50)
+        params.setdefault("target_range", TARGET_RANGE)
+    return cls(
+        params.pop("estimator", Ridge()),
+        n_estimators=N_TEACHERS,
+        epsilon=5.0,
+        random_state=SEED,
+        noise_random_state=0,
+        **params,
+    )
+
+
+@pytest.mark.parametrize("cls", [PrivatePredictionRegressor, SoftLabelPrivateRegressor])
+@pytest.mark.parametrize("form", ["array", "frame"])
+def test_regression_ensembles_identical_to_a_numpy_fit(dask_cluster, data, cls, form):
+    local_X, local_y, dask_X, dask_y, queries = _forms(*data, form)
+    local = _fit(_regressor(cls), local_X, local_y)
+    remote = _fit(_regressor(cls), dask_X, dask_y)
+    assert remote.n_estimators_ == local.n_estimators_ == N_TEACHERS
+    assert remote.n_features_in_ == N_FEATURES
+    if form == "frame":
+        assert list(remote.feature_names_in_) == list(local_X.columns)
+    # The very teachers: every teacher's predictions are identical.
+    for mine, theirs in zip(remote.estimators_, local.estimators_, strict=True):
+        np.testing.assert_array_equal(mine.coef_, theirs.coef_)
+    # Same teachers, same pinned noise: the private answers agree too.
+    np.testing.assert_array_equal(
+        remote.predict(queries[:50]), local.predict(queries[:50])
+    )
+
+
+def test_soft_label_classifier_teachers_from_partitions(dask_cluster, data):
+    X, y = data
+    labels = (y > 0).astype(np.int64)
+    params = dict(estimator=LogisticRegression(), target_range=None)
+    local = _fit(_regressor(SoftLabelPrivateRegressor, **params), X, labels)
+    remote = _fit(
+        _regressor(SoftLabelPrivateRegressor, **params),
+        da.from_array(X, chunks=700),
+        da.from_array(labels, chunks=700),
+    )
+    assert remote.target_range_ == local.target_range_ == (0.0, 1.0)
+    for mine, theirs in zip(remote.estimators_, local.estimators_, strict=True):
+        np.testing.assert_array_equal(mine.coef_, theirs.coef_)
+    np.testing.assert_array_equal(remote.predict(X[:50]), local.predict(X[:50]))
+
+
+def _spent_nothing(accountant):
+    return accountant.spent == (0.0, 0.0) and accountant.events == []
+
+
+@pytest.mark.parametrize("cls", [PrivatePredictionRegressor, SoftLabelPrivateRegressor])
+@pytest.mark.parametrize(
+    "case, name, match",
+    [
+        ("no_range", "target_range", "target range must be public"),
+        ("nan_target", "y", "y contains NaN or infinity"),
+        ("text_target", "y", "y must hold numeric regression targets"),
+        ("numpy_y", "y", "y as a Dask Series"),
+        ("infinite_x", "X", "X contains infinity"),
+    ],
+)
+def test_bad_input_refused_before_the_spend(dask_cluster, data, cls, case, name, match):
+    X, y = data
+    dask_X, dask_y = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    params = {}
+    if case == "no_range":
+        params["target_range"] = None
+    elif case == "nan_target":
+        dask_y = da.from_array(np.where(np.arange(N_SAMPLES) == 2500, np.nan, y), 1000)
+    elif case == "text_target":
+        dask_y = da.from_array(np.array(["a"] * N_SAMPLES, dtype=object), 1000)
+    elif case == "numpy_y":
+        dask_y = y
+    elif case == "infinite_x":
+        bad = X.copy()
+        bad[1234, 3] = np.inf
+        dask_X = da.from_array(bad, chunks=1000)
+    accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    model = _regressor(cls, accountant=accountant, **params)
+    with pytest.raises(ValueError, match=match) as error:
+        _fit(model, dask_X, dask_y)
+    message = str(error.value)
+    assert message.startswith(name) or name in message.split(":")[0]
+    assert _spent_nothing(accountant)
+    assert not hasattr(model, "estimators_")
+
+
+def test_soft_label_classifier_refuses_a_label_outside_zero_one(dask_cluster, data):
+    X, y = data
+    labels = np.where(np.arange(N_SAMPLES) == 10, 2, (y > 0).astype(np.int64))
+    accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    model = _regressor(
+        SoftLabelPrivateRegressor,
+        estimator=LogisticRegression(),
+        target_range=None,
+        accountant=accountant,
+    )
+    with pytest.raises(ValueError, match="y contains label"):
+        _fit(model, da.from_array(X, chunks=700), da.from_array(labels, chunks=700))
+    assert _spent_nothing(accountant)
