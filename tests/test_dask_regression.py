@@ -167,12 +167,19 @@ def _spent_nothing(accountant):
     ],
 )
 def test_bad_input_refused_before_the_spend(dask_cluster, data, cls, case, name, match):
-    X, y = data
+    params = {"target_range": None} if case == "no_range" else {}
+    _assert_refused(
+        lambda accountant: _regressor(cls, accountant=accountant, **params),
+        *_bad_input(*data, case),
+        name,
+        match,
+    )
+
+
+def _bad_input(X, y, case):
+    """Dask ``X`` and ``y``, one of them spoiled as ``case`` says."""
     dask_X, dask_y = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
-    params = {}
-    if case == "no_range":
-        params["target_range"] = None
-    elif case == "nan_target":
+    if case == "nan_target":
         dask_y = da.from_array(np.where(np.arange(N_SAMPLES) == 2500, np.nan, y), 1000)
     elif case == "text_target":
         dask_y = da.from_array(np.array(["a"] * N_SAMPLES, dtype=object), 1000)
@@ -182,14 +189,19 @@ def test_bad_input_refused_before_the_spend(dask_cluster, data, cls, case, name,
         bad = X.copy()
         bad[1234, 3] = np.inf
         dask_X = da.from_array(bad, chunks=1000)
+    return dask_X, dask_y
+
+
+def _assert_refused(make_model, dask_X, dask_y, name, match):
+    """A ValueError naming ``name`` first, nothing spent, nothing fitted."""
     accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
-    model = _regressor(cls, accountant=accountant, **params)
+    model = make_model(accountant)
     with pytest.raises(ValueError, match=match) as error:
         _fit(model, dask_X, dask_y)
     message = str(error.value)
     assert message.startswith(name) or name in message.split(":")[0]
     assert _spent_nothing(accountant)
-    assert not hasattr(model, "estimators_")
+    assert not hasattr(model, "estimators_") and not hasattr(model, "coef_")
 
 
 def test_soft_label_classifier_refuses_a_label_outside_zero_one(dask_cluster, data):
@@ -205,3 +217,85 @@ def test_soft_label_classifier_refuses_a_label_outside_zero_one(dask_cluster, da
     with pytest.raises(ValueError, match="y contains label"):
         _fit(model, da.from_array(X, chunks=700), da.from_array(labels, chunks=700))
     assert _spent_nothing(accountant)
+
+
+# -- PrivateKernelRidge: shards on the workers, statistics summed over them ----
+
+
+def _kernel_ridge(mechanism, **params):
+    params.setdefault("y_bound", TARGET_RANGE)
+    return dpsklearn.PrivateKernelRidge(
+        kernel_params={"feature_bounds": (-4.0, 4.0)},
+        epsilon=2.0,
+        mechanism=mechanism,
+        random_state=SEED,
+        noise_random_state=0,
+        **params,
+    )
+
+
+KERNEL_RIDGE_RELEASES = {
+    "staged_statistics": dpsklearn.SufficientStatistics(),
+    "statistics": dpsklearn.SufficientStatistics(linear_share=0),
+    "sharded_model": dpsklearn.OutputPerturbation(release="model", n_shards=4),
+    "one_shard_model": dpsklearn.OutputPerturbation(release="model", n_shards=1),
+}
+
+
+@pytest.mark.parametrize("release", sorted(KERNEL_RIDGE_RELEASES))
+@pytest.mark.parametrize("form", ["array", "frame"])
+def test_kernel_ridge_same_release_from_partitions(dask_cluster, data, release, form):
+    local_X, local_y, dask_X, dask_y, queries = _forms(*data, form)
+    mechanism = KERNEL_RIDGE_RELEASES[release]
+    local = _fit(_kernel_ridge(mechanism), local_X, local_y)
+    remote = _fit(_kernel_ridge(mechanism), dask_X, dask_y)
+    assert remote.release_ == local.release_
+    assert remote.n_features_in_ == N_FEATURES
+    np.testing.assert_array_equal(remote.random_frequencies_, local.random_frequencies_)
+    # The same shards (or sums, up to the rounding of their order) and the
+    # same noise: the same released model.
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-6, atol=1e-8)
+    if getattr(local, "linear_coef_", None) is not None:
+        np.testing.assert_allclose(
+            remote.linear_coef_, local.linear_coef_, rtol=1e-6, atol=1e-8
+        )
+    np.testing.assert_allclose(
+        remote.predict(queries[:200]), local.predict(queries[:200]), rtol=1e-6
+    )
+
+
+def test_kernel_ridge_shards_identical_to_numpy_shards(dask_cluster, data):
+    X, y = data
+    mechanism = dpsklearn.OutputPerturbation(release="model", n_shards=5)
+    local = _fit(_kernel_ridge(mechanism), X, y)
+    remote = _fit(
+        _kernel_ridge(mechanism),
+        da.from_array(X, chunks=700),
+        da.from_array(y, chunks=700),
+    )
+    # Each shard solved on exactly the NumPy shard's rows, in its order.
+    np.testing.assert_array_equal(remote.coef_, local.coef_)
+
+
+@pytest.mark.parametrize(
+    "case, name, match",
+    [
+        ("predictions", "X", "keeps every training row"),
+        ("no_bound", "y_bound", "target range must be public"),
+        ("nan_target", "y", "y contains NaN or infinity"),
+        ("infinite_x", "X", "X contains infinity"),
+    ],
+)
+def test_kernel_ridge_refuses_before_the_spend(dask_cluster, data, case, name, match):
+    mechanism = dpsklearn.SufficientStatistics()
+    params = {}
+    if case == "predictions":
+        mechanism = dpsklearn.OutputPerturbation(release="predictions")
+    elif case == "no_bound":
+        params["y_bound"] = None
+    _assert_refused(
+        lambda accountant: _kernel_ridge(mechanism, accountant=accountant, **params),
+        *_bad_input(*data, case),
+        name,
+        match,
+    )
