@@ -299,3 +299,44 @@ def test_kernel_ridge_refuses_before_the_spend(dask_cluster, data, case, name, m
         name,
         match,
     )
+
+
+# -- knowledge transfer: a regression teacher fitted from partitions ----------
+
+
+@pytest.mark.parametrize("teacher_kind", ["ensemble", "kernel_ridge"])
+def test_knowledge_transfer_regressor_teacher_from_partitions(
+    dask_cluster, data, teacher_kind
+):
+    X, y = data
+    public = X[:300]
+
+    def transfer():
+        if teacher_kind == "ensemble":
+            teacher = _regressor(PrivatePredictionRegressor, max_queries=300)
+        else:
+            teacher = _kernel_ridge(dpsklearn.SufficientStatistics())
+        return dpsklearn.KnowledgeTransferRegressor(
+            teacher, Ridge(), query_strategy="sequential", random_state=0
+        )
+
+    local = _fit_transfer(transfer(), X, y, public)
+    remote = _fit_transfer(
+        transfer(), da.from_array(X, chunks=700), da.from_array(y, chunks=700), public
+    )
+    assert remote.n_public_labelled_ == local.n_public_labelled_
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=1e-6)
+
+
+def test_knowledge_transfer_regressor_needs_a_public_range(dask_cluster, data):
+    X, y = data
+    teacher = _regressor(PrivatePredictionRegressor, target_range=None)
+    model = dpsklearn.KnowledgeTransferRegressor(teacher, Ridge())
+    with pytest.raises(ValueError, match="target_range: with Dask X and y"):
+        model.fit(da.from_array(X, chunks=700), da.from_array(y, chunks=700), X[:50])
+
+
+def _fit_transfer(model, X, y, public):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y, X_public=public)

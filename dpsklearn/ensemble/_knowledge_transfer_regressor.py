@@ -42,6 +42,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import SplineTransformer, StandardScaler
 
 from .._base import PrivateEstimatorMixin
+from .._dask_input import is_dask_collection
 from .._param_validation import Interval
 from .._validation import (
     check_regression_targets,
@@ -357,7 +358,27 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
             )
 
     def _validate_training(self, X, y, teacher):
+        if is_dask_collection(X) or is_dask_collection(y):
+            # The teacher checks a Dask y's targets on the workers.
+            return self._validate_private(X, y, teacher)
         return self._validate_private(X, check_regression_targets(y), teacher)
+
+    def _dask_teacher_refusal(self, teacher):
+        """A teacher that fits on Dask collections, with a public target range."""
+        if not getattr(teacher, "_accepts_dask_collections", False):
+            return (
+                f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
+                "collections; use a PrivatePredictionRegressor, "
+                "SoftLabelPrivateRegressor or PrivateKernelRidge teacher, or "
+                "compute X and y first."
+            )
+        for name in ("target_range", "y_bound"):
+            if name in teacher.get_params() and getattr(teacher, name) is None:
+                return (
+                    f"{name}: with Dask X and y the teacher's target range must "
+                    f"be public; pass `{name}` to the teacher."
+                )
+        return None
 
     @staticmethod
     def _released_labels(teacher, X):

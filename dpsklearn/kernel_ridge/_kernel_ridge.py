@@ -390,6 +390,9 @@ default="sufficient_statistics"
         "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
+    #: Dask collections: fitted where the partitions live (model releases).
+    _accepts_dask_collections = True
+
     #: The mechanisms this estimator runs, by shorthand.
     _mechanisms = {
         "sufficient_statistics": SufficientStatistics,
