@@ -328,15 +328,49 @@ def test_knowledge_transfer_regressor_teacher_from_partitions(
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=1e-6)
 
 
-def test_knowledge_transfer_regressor_needs_a_public_range(dask_cluster, data):
+@pytest.mark.parametrize(
+    "teacher, match",
+    [
+        ("ensemble", "target_range: with Dask X and y"),
+        ("kernel_ridge", "y_bound: with Dask X and y"),
+        ("erm", "X: the teacher"),
+    ],
+)
+def test_knowledge_transfer_regressor_refuses_before_the_spend(
+    dask_cluster, data, teacher, match
+):
     X, y = data
-    teacher = _regressor(PrivatePredictionRegressor, target_range=None)
+    accountant = PrivacyAccountant(epsilon=10.0, delta=1e-3)
+    if teacher == "ensemble":
+        teacher = _regressor(
+            PrivatePredictionRegressor, target_range=None, accountant=accountant
+        )
+    elif teacher == "kernel_ridge":
+        teacher = _kernel_ridge(
+            dpsklearn.SufficientStatistics(), y_bound=None, accountant=accountant
+        )
+    else:
+        teacher = dpsklearn.ExponentialMechanismERMRegressor(
+            target_range=TARGET_RANGE, accountant=accountant
+        )
     model = dpsklearn.KnowledgeTransferRegressor(teacher, Ridge())
-    with pytest.raises(ValueError, match="target_range: with Dask X and y"):
-        model.fit(da.from_array(X, chunks=700), da.from_array(y, chunks=700), X[:50])
+    with pytest.raises(ValueError, match=match):
+        _fit_transfer(
+            model, da.from_array(X, chunks=700), da.from_array(y, chunks=700), X[:50]
+        )
+    assert _spent_nothing(accountant)
 
 
 def _fit_transfer(model, X, y, public):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return model.fit(X, y, X_public=public)
+
+
+def test_a_dask_y_is_never_computed_to_check_its_targets(data):
+    from dpsklearn._validation import check_regression_targets
+
+    _X, y = data
+    dask_y = da.from_array(y.astype(object), chunks=1000)
+    # Left to the estimator's rule (checked on the workers, or refused).
+    assert check_regression_targets(dask_y) is dask_y

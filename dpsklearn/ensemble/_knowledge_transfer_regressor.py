@@ -364,21 +364,20 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
         return self._validate_private(X, check_regression_targets(y), teacher)
 
     def _dask_teacher_refusal(self, teacher):
-        """A teacher that fits on Dask collections, with a public target range."""
-        if not getattr(teacher, "_accepts_dask_collections", False):
-            return (
-                f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
-                "collections; use a PrivatePredictionRegressor, "
-                "SoftLabelPrivateRegressor or PrivateKernelRidge teacher, or "
-                "compute X and y first."
-            )
-        for name in ("target_range", "y_bound"):
-            if name in teacher.get_params() and getattr(teacher, name) is None:
-                return (
-                    f"{name}: with Dask X and y the teacher's target range must "
-                    f"be public; pass `{name}` to the teacher."
-                )
-        return None
+        """A teacher that fits on Dask collections, or why not.
+
+        Its target range must be public; the teacher itself refuses one left
+        unset (naming its parameter) before anything is spent, and the
+        student's stand-in values never read ``y``.
+        """
+        if getattr(teacher, "_accepts_dask_collections", False):
+            return None
+        return (
+            f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
+            "collections; use a PrivatePredictionRegressor, "
+            "SoftLabelPrivateRegressor or PrivateKernelRidge teacher, or "
+            "compute X and y first."
+        )
 
     @staticmethod
     def _released_labels(teacher, X):
