@@ -4,7 +4,9 @@
 ``CI=true``, where a missing ``distributed`` or ``dask.dataframe`` must fail
 (CI has to run these tests). ``local_cluster()`` is a two-worker
 ``distributed.LocalCluster`` (separate processes, one thread each, loopback
-only) with its client, for a module-scoped fixture.
+only) with its client, for a module-scoped fixture. ``ClientResults``
+records the size of every task result a client asks for (what comes back
+to it from the workers).
 """
 
 from __future__ import annotations
@@ -45,3 +47,33 @@ def local_cluster(timeout=WORKER_TIMEOUT):
     ):
         client.wait_for_workers(2, timeout=timeout)
         yield cluster, client
+
+
+class ClientResults:
+    """``with ClientResults(cluster) as results``: ``results.results`` lists
+    ``(key, nbytes)`` of every task result a client asked for meanwhile."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.results = []
+
+    def __enter__(self):
+        from distributed.diagnostics.plugin import SchedulerPlugin
+
+        owner = self
+        scheduler = self.cluster.scheduler
+
+        class _Plugin(SchedulerPlugin):
+            def transition(self, key, start, finish, *args, **kwargs):
+                if finish != "memory":
+                    return
+                task = scheduler.tasks.get(key)
+                if task is not None and task.who_wants:
+                    owner.results.append((str(key), task.nbytes))
+
+        scheduler.add_plugin(_Plugin(), name="dpsklearn-client-results")
+        return self
+
+    def __exit__(self, *exc_info):
+        self.cluster.scheduler.remove_plugin(name="dpsklearn-client-results")
+        return False

@@ -27,7 +27,7 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
-from _dask_cluster import local_cluster, require
+from _dask_cluster import ClientResults, local_cluster, require
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
@@ -47,7 +47,6 @@ _require = require
 distributed = _require("distributed")
 da = _require("dask.array")
 dd = _require("dask.dataframe")
-from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
 
 N_SAMPLES, N_FEATURES, N_TEACHERS = 3000, 8, 20
 SEED = 7
@@ -59,21 +58,6 @@ class RowRecordingTree(DecisionTreeClassifier):
     def fit(self, X, y, sample_weight=None, check_input=True):
         self.rows_seen_ = np.asarray(X)[:, 0].astype(np.int64).copy()
         return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
-
-
-class _ClientResults(SchedulerPlugin):
-    """The bytes of every task result a client asked for (what it gathers)."""
-
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-        self.results = []
-
-    def transition(self, key, start, finish, *args, **kwargs):
-        if finish != "memory":
-            return
-        task = self.scheduler.tasks.get(key)
-        if task is not None and task.who_wants:
-            self.results.append((str(key), task.nbytes))
 
 
 @pytest.fixture(autouse=True)
@@ -189,12 +173,8 @@ def test_rows_never_come_back_to_the_client(dask_cluster, data):
     X, y = make_classification(n_samples=n, n_features=N_FEATURES, random_state=1)
     frame = _frame(X, y)
     parts = dd.from_pandas(frame, npartitions=4)
-    results = _ClientResults(cluster.scheduler)
-    cluster.scheduler.add_plugin(results, name="dpsklearn-client-results")
-    try:
+    with ClientResults(cluster) as results:
         model = _fit(_model(), parts.drop(columns="label"), parts["label"])
-    finally:
-        cluster.scheduler.remove_plugin(name="dpsklearn-client-results")
     assert model.n_estimators_ == N_TEACHERS
     # The client asked for the partitions' lengths and the teachers: each
     # result, and all of them together, a small fraction of X.

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _dask_cluster import local_cluster, require
+from _dask_cluster import ClientResults, local_cluster, require
 from sklearn.datasets import make_regression
 from sklearn.linear_model import LogisticRegression, Ridge
 
@@ -374,3 +374,21 @@ def test_a_dask_y_is_never_computed_to_check_its_targets(data):
     dask_y = da.from_array(y.astype(object), chunks=1000)
     # Left to the estimator's rule (checked on the workers, or refused).
     assert check_regression_targets(dask_y) is dask_y
+
+
+def test_kernel_ridge_shards_send_back_weights_only(dask_cluster, data):
+    cluster, _client = dask_cluster
+    n = 20_000  # X of 0.96 MB; four shards' weights are a few kB
+    X, y = make_regression(n_samples=n, n_features=N_FEATURES, random_state=1)
+    mechanism = dpsklearn.OutputPerturbation(release="model", n_shards=4)
+    with ClientResults(cluster) as results:
+        model = _fit(
+            _kernel_ridge(mechanism),
+            da.from_array(X, chunks=5000),
+            da.from_array(y, chunks=5000),
+        )
+    assert model.n_estimators_ == 4
+    assert results.results, "no task result reached the client"
+    sizes = [nbytes for _key, nbytes in results.results]
+    assert max(sizes) < 0.05 * X.nbytes, results.results
+    assert sum(sizes) < 0.1 * X.nbytes, results.results
