@@ -116,12 +116,29 @@ def _regressor(cls, **params):
     )
 
 
-@pytest.mark.parametrize("cls", [PrivatePredictionRegressor, SoftLabelPrivateRegressor])
+ENSEMBLES = {
+    "clipped_mean": (PrivatePredictionRegressor, {}),
+    "adaptive_range": (
+        PrivatePredictionRegressor,
+        {"mechanism": dpsklearn.AdaptiveRange(target_std=1000.0)},
+    ),
+    "soft_label_mean": (SoftLabelPrivateRegressor, {}),
+    "soft_label_test": (
+        SoftLabelPrivateRegressor,
+        {"mechanism": dpsklearn.SoftLabelHistogram(gamma=0.25)},
+    ),
+}
+
+
+@pytest.mark.parametrize("ensemble", sorted(ENSEMBLES))
 @pytest.mark.parametrize("form", ["array", "frame"])
-def test_regression_ensembles_identical_to_a_numpy_fit(dask_cluster, data, cls, form):
+def test_regression_ensembles_identical_to_a_numpy_fit(
+    dask_cluster, data, ensemble, form
+):
+    cls, params = ENSEMBLES[ensemble]
     local_X, local_y, dask_X, dask_y, queries = _forms(*data, form)
-    local = _fit(_regressor(cls), local_X, local_y)
-    remote = _fit(_regressor(cls), dask_X, dask_y)
+    local = _fit(_regressor(cls, **params), local_X, local_y)
+    remote = _fit(_regressor(cls, **params), dask_X, dask_y)
     assert remote.n_estimators_ == local.n_estimators_ == N_TEACHERS
     assert remote.n_features_in_ == N_FEATURES
     if form == "frame":
