@@ -409,3 +409,19 @@ def test_kernel_ridge_shards_send_back_weights_only(dask_cluster, data):
     sizes = [nbytes for _key, nbytes in results.results]
     assert max(sizes) < 0.05 * X.nbytes, results.results
     assert sum(sizes) < 0.1 * X.nbytes, results.results
+
+
+def test_kernel_ridge_statistics_added_on_the_workers(dask_cluster, data):
+    cluster, _client = dask_cluster
+    X, y = data
+    mechanism = dpsklearn.SufficientStatistics(linear_share=0)
+    with ClientResults(cluster) as results:
+        model = _fit(
+            _kernel_ridge(mechanism),
+            da.from_array(X, chunks=500),  # six partitions
+            da.from_array(y, chunks=500),
+        )
+    gram_bytes = 8 * model.coef_.shape[0] ** 2
+    large = [key for key, nbytes in results.results if nbytes >= gram_bytes / 2]
+    # One Gram matrix reaches the client, not one per partition.
+    assert len(large) == 1, results.results
