@@ -231,11 +231,13 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
             raise ValueError(
                 f"X: {type(self).__name__} does not take a Dask collection in "
                 f"{where} (it would be read into this process). Compute it "
-                "first if it fits in memory. SubsampleAggregateClassifier, "
-                "PrivatePredictionClassifier, KnowledgeTransferClassifier, the "
-                "least-squares models, PrivateNaiveBayes, PrivatePCA and "
-                "PrivateStandardScaler fit on Dask collections where their "
-                "partitions live (docs/cluster.rst)."
+                "first if it fits in memory. The teacher ensembles "
+                "(SubsampleAggregateClassifier, PrivatePredictionClassifier, "
+                "PrivatePredictionRegressor, SoftLabelPrivateRegressor), "
+                "knowledge transfer's teacher, PrivateKernelRidge (released "
+                "models), the least-squares models, PrivateNaiveBayes, "
+                "PrivatePCA and PrivateStandardScaler fit on Dask collections "
+                "where their partitions live (docs/cluster.rst)."
             )
         return validate_input(
             self,
@@ -250,6 +252,36 @@ class PrivateEstimatorMixin(RefusesSeveredCopies):
     def _input_consumer(self):
         """Who reads ``X``, for messages."""
         return f"the estimator of {type(self).__name__}"
+
+    def _validate_dask_regression_data(self, X, y, target_range, parameter):
+        """Dask ``X, y`` with numeric targets: handles, and the public range.
+
+        Only public numbers reach this process (the partitions' lengths, the
+        columns and dtypes); the targets are checked on the workers (numbers,
+        finite) before the spend. ``target_range`` (the estimator's
+        ``parameter``) must be given: it is never read from a Dask ``y``.
+
+        Returns
+        -------
+        rows : DaskRows
+        targets : DaskLabels
+            ``numeric=True``: the partitions' targets, checked where they live.
+        """
+        if target_range is None:
+            raise ValueError(
+                f"{parameter}: with Dask X and y the target range must be "
+                f"public; pass `{parameter}` (it is never read from the rows "
+                "on a cluster)."
+            )
+        rows, labels = dask_training_data(
+            X,
+            y,
+            allow_nan=self._input_allows_nan(),
+            consumer=self._input_consumer(),
+        )
+        # n_features_in_ and feature_names_in_ from the empty meta (no row).
+        validate_data(self, rows.meta, reset=True, skip_check_array=True)
+        return rows, labels.as_targets()
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, self._fitted_marker)

@@ -36,6 +36,7 @@ __all__ = [
     "dask_rows",
     "dask_training_data",
     "is_dask_collection",
+    "numeric_targets",
 ]
 
 #: Bytes assumed per value of a column that is not numeric (strings, objects),
@@ -114,6 +115,8 @@ class DaskLabels:
     partitions: list
     lengths: NDArray[np.int64]
     classes: NDArray[Any] | None = field(default=None)
+    #: Regression targets: numbers, finite (checked on the workers).
+    numeric: bool = False
 
     @property
     def shape(self) -> tuple[int]:
@@ -125,6 +128,10 @@ class DaskLabels:
     def encoded(self, classes: NDArray[Any]) -> DaskLabels:
         """The same labels, to be turned into indices into ``classes``."""
         return DaskLabels(self.partitions, self.lengths, np.asarray(classes))
+
+    def as_targets(self) -> DaskLabels:
+        """The same labels as regression targets (numbers, checked on the workers)."""
+        return DaskLabels(self.partitions, self.lengths, None, numeric=True)
 
 
 def _kind(value: Any) -> str:
@@ -301,21 +308,23 @@ def check_partition(
     *,
     allow_nan: bool,
     consumer: str,
+    numeric: bool = False,
 ) -> NDArray[Any]:
     """Check one partition on its worker; return its labels (class indices).
 
     The checks a NumPy ``X`` and ``y`` get at validation (no infinity; no NaN
-    unless the teachers take it; every label one of ``classes``), with the
-    same messages, made where the partition lives: a refusal raises there
-    and reaches ``fit`` before anything is spent.
+    unless the teachers take it; every label one of ``classes``; with
+    ``numeric``, regression targets that are finite numbers), with the same
+    messages, made where the partition lives: a refusal raises there and
+    reaches ``fit`` before anything is spent.
     """
     if hasattr(X, "select_dtypes"):  # a pandas frame
         # Column by column: a worker never holds a float copy of the partition.
         nan = any(bool(X[column].isna().any()) for column in X.columns)
-        numeric = X.select_dtypes(include="number")
+        numbers = X.select_dtypes(include="number")
         inf = any(
-            bool(np.isinf(numeric[column].to_numpy(np.float64, na_value=0.0)).any())
-            for column in numeric.columns
+            bool(np.isinf(numbers[column].to_numpy(np.float64, na_value=0.0)).any())
+            for column in numbers.columns
         )
     elif X.dtype.kind in "fc":
         nan, inf = bool(np.isnan(X).any()), bool(np.isinf(X).any())
@@ -337,6 +346,8 @@ def check_partition(
     if y is None:  # rows without labels (a transformer's fit)
         return np.empty(0)
     labels = np.asarray(y)
+    if numeric:
+        return numeric_targets(labels)
     if classes is None:
         return labels
     index = np.searchsorted(classes, labels)
@@ -349,6 +360,35 @@ def check_partition(
             "training label must be one of `classes`."
         )
     return index.astype(np.int64)
+
+
+def numeric_targets(y: Any) -> NDArray[Any]:
+    """Regression targets as a NumPy ``y`` gets them: numbers, finite.
+
+    Strings and objects are converted to float, as
+    :func:`~dpsklearn._validation.check_regression_targets` does; numbers
+    keep their dtype (so the teachers see the NumPy path's targets). The
+    messages never show the values (they are private).
+    """
+    values = np.asarray(y)
+    if values.dtype.kind in "USO":
+        try:
+            values = values.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "y must hold numeric regression targets, got an array of dtype "
+                f"{values.dtype} whose values are not numbers."
+            ) from None
+    if values.dtype.kind not in "biufc":
+        raise ValueError(
+            f"y must hold numeric regression targets, got dtype {values.dtype}."
+        )
+    if values.dtype.kind in "fc" and not np.all(np.isfinite(values)):
+        raise ValueError(
+            "y contains NaN or infinity; regression targets must be finite "
+            "numbers (refused before anything is spent)."
+        )
+    return values
 
 
 def check_public_columns(meta: Any, schema: Any) -> None:

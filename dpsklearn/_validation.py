@@ -161,7 +161,9 @@ def check_regression_targets(y):
     shows the values (they are private labels). ``None`` and arrays that
     are not rectangular are left to ``validate_data`` and its messages.
     """
-    if y is None:
+    if y is None or hasattr(y, "__dask_graph__"):
+        # A Dask collection is left to the estimator's rule (checked where
+        # its partitions live, or refused): np.asarray would compute it here.
         return y
     try:
         values = np.asarray(y)

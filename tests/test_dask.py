@@ -12,11 +12,10 @@ once, and the tasks return vote counts only.
 
 from __future__ import annotations
 
-import logging
-
 import joblib
 import numpy as np
 import pytest
+from _dask_cluster import local_cluster
 from _helpers import fit_quietly
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
@@ -84,20 +83,7 @@ def no_teacher_cache():
 
 @pytest.fixture(scope="module")
 def dask_cluster():
-    # Workers that imported scikit-learn take a few seconds to stop; the
-    # nanny then kills them and logs a warning that is not a failure.
-    logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            host="127.0.0.1",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        client.wait_for_workers(2, timeout=WORKER_TIMEOUT)
+    with local_cluster(WORKER_TIMEOUT) as (cluster, client):
         yield cluster, client
 
 

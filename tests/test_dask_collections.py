@@ -21,14 +21,13 @@ tests/test_dask_collections.py``.
 from __future__ import annotations
 
 import importlib
-import logging
-import os
 import warnings
 
 import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from _dask_cluster import ClientResults, local_cluster, require
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
@@ -44,20 +43,11 @@ from dpsklearn import (
 )
 from dpsklearn.teachers import partition_indices
 
-
-def _require(module):
-    """Import ``module``, or skip (fail under ``CI=true``: CI must run these)."""
-    if os.environ.get("CI", "").strip().lower() == "true":
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
-
-
+_require = require
 distributed = _require("distributed")
 da = _require("dask.array")
 dd = _require("dask.dataframe")
-from distributed.diagnostics.plugin import SchedulerPlugin  # noqa: E402
 
-WORKER_TIMEOUT = 120.0
 N_SAMPLES, N_FEATURES, N_TEACHERS = 3000, 8, 20
 SEED = 7
 
@@ -70,21 +60,6 @@ class RowRecordingTree(DecisionTreeClassifier):
         return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
 
 
-class _ClientResults(SchedulerPlugin):
-    """The bytes of every task result a client asked for (what it gathers)."""
-
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-        self.results = []
-
-    def transition(self, key, start, finish, *args, **kwargs):
-        if finish != "memory":
-            return
-        task = self.scheduler.tasks.get(key)
-        if task is not None and task.who_wants:
-            self.results.append((str(key), task.nbytes))
-
-
 @pytest.fixture(autouse=True)
 def no_teacher_cache():
     with dpsklearn.config_context(teacher_cache=None):
@@ -93,18 +68,7 @@ def no_teacher_cache():
 
 @pytest.fixture(scope="module")
 def dask_cluster():
-    logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            dashboard_address=None,
-            host="127.0.0.1",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        client.wait_for_workers(2, timeout=WORKER_TIMEOUT)
+    with local_cluster() as (cluster, client):
         # The test module's teacher class is sent by value (workers do not
         # import test modules).
         import cloudpickle
@@ -209,12 +173,8 @@ def test_rows_never_come_back_to_the_client(dask_cluster, data):
     X, y = make_classification(n_samples=n, n_features=N_FEATURES, random_state=1)
     frame = _frame(X, y)
     parts = dd.from_pandas(frame, npartitions=4)
-    results = _ClientResults(cluster.scheduler)
-    cluster.scheduler.add_plugin(results, name="dpsklearn-client-results")
-    try:
+    with ClientResults(cluster) as results:
         model = _fit(_model(), parts.drop(columns="label"), parts["label"])
-    finally:
-        cluster.scheduler.remove_plugin(name="dpsklearn-client-results")
     assert model.n_estimators_ == N_TEACHERS
     # The client asked for the partitions' lengths and the teachers: each
     # result, and all of them together, a small fraction of X.
@@ -337,10 +297,10 @@ def test_bad_input_refused_before_the_spend(dask_cluster, data, case, name, matc
 
 
 def test_estimators_without_dask_fit_refuse_rather_than_compute(dask_cluster, data):
-    from dpsklearn import PrivatePredictionRegressor
+    from dpsklearn import ExponentialMechanismERMRegressor
 
     X, y = data
-    model = PrivatePredictionRegressor(n_estimators=5, target_range=(0, 1))
+    model = ExponentialMechanismERMRegressor(target_range=(0, 1))
     with pytest.raises(ValueError, match="does not take a Dask collection"):
         model.fit(da.from_array(X, chunks=1000), da.from_array(y * 1.0, chunks=1000))
 

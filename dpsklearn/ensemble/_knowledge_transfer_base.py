@@ -174,19 +174,9 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         """
         from sklearn.utils.validation import validate_data
 
-        if not getattr(teacher, "_accepts_dask_collections", False) or not hasattr(
-            teacher, "_validate_classification_data"
-        ):
-            raise ValueError(
-                f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
-                "collections; use a SubsampleAggregateClassifier or "
-                "PrivatePredictionClassifier teacher, or compute X and y first."
-            )
-        if getattr(teacher, "classes", None) is None:
-            raise ValueError(
-                "classes: with Dask X and y the teacher's label set must be "
-                "public; pass `classes` to the teacher."
-            )
+        refusal = self._dask_teacher_refusal(teacher)
+        if refusal is not None:
+            raise ValueError(refusal)
         rows, _ = dask_training_data(
             X,
             y,
@@ -195,6 +185,28 @@ class BaseKnowledgeTransfer(ReleasedModelMixin, RefusesSeveredCopies, BaseEstima
         )
         validate_data(self, rows.meta, reset=True, skip_check_array=True)
         return X, y
+
+    def _dask_teacher_refusal(self, teacher):
+        """Why ``teacher`` cannot take Dask input here (a message), or None.
+
+        A classifier teacher must fit on Dask collections and have a public
+        label set (the stand-in labels of the student's checks would
+        otherwise read ``y``).
+        """
+        if not getattr(teacher, "_accepts_dask_collections", False) or not hasattr(
+            teacher, "_validate_classification_data"
+        ):
+            return (
+                f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
+                "collections; use a SubsampleAggregateClassifier or "
+                "PrivatePredictionClassifier teacher, or compute X and y first."
+            )
+        if getattr(teacher, "classes", None) is None:
+            return (
+                "classes: with Dask X and y the teacher's label set must be "
+                "public; pass `classes` to the teacher."
+            )
+        return None
 
     def _validate_query(self, X):
         """Query rows as the student takes them (free: nothing is spent)."""

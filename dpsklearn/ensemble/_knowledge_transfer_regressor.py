@@ -42,6 +42,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import SplineTransformer, StandardScaler
 
 from .._base import PrivateEstimatorMixin
+from .._dask_input import is_dask_collection
 from .._param_validation import Interval
 from .._validation import (
     check_regression_targets,
@@ -357,7 +358,26 @@ class KnowledgeTransferRegressor(RegressorMixin, BaseKnowledgeTransfer):
             )
 
     def _validate_training(self, X, y, teacher):
+        if is_dask_collection(X) or is_dask_collection(y):
+            # The teacher checks a Dask y's targets on the workers.
+            return self._validate_private(X, y, teacher)
         return self._validate_private(X, check_regression_targets(y), teacher)
+
+    def _dask_teacher_refusal(self, teacher):
+        """A teacher that fits on Dask collections, or why not.
+
+        Its target range must be public; the teacher itself refuses one left
+        unset (naming its parameter) before anything is spent, and the
+        student's stand-in values never read ``y``.
+        """
+        if getattr(teacher, "_accepts_dask_collections", False):
+            return None
+        return (
+            f"X: the teacher ({type(teacher).__name__}) does not fit on Dask "
+            "collections; use a PrivatePredictionRegressor, "
+            "SoftLabelPrivateRegressor or PrivateKernelRidge teacher, or "
+            "compute X and y first."
+        )
 
     @staticmethod
     def _released_labels(teacher, X):

@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 
 from .._base import FitPlan, keeps_live_model
+from .._dask_input import is_dask_collection
 from .._param_validation import StrOptions
 from .._validation import check_regression_targets, check_target_range
 from ..mechanisms import (
@@ -226,8 +227,11 @@ default="adaptive_range"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like of shape (n_samples, n_features), or a Dask DataFrame
+            or 2-D array (teachers fitted where its partitions live,
+            ``docs/cluster.rst``; ``target_range`` then required)
+        y : array-like of shape (n_samples,), or a Dask Series or 1-D array
+            with ``X``'s partitions
 
         Returns
         -------
@@ -240,8 +244,15 @@ default="adaptive_range"
         options = resolve_mechanism(
             self.mechanism, self._mechanisms, owner=type(self).__name__
         )
-        y = check_regression_targets(y)
-        X, y = self._validate_input(X, y, y_numeric=True)
+        if is_dask_collection(X) or is_dask_collection(y):
+            # Teachers fitted where the partitions live (docs/cluster.rst);
+            # the public target_range is required, never read from y.
+            X, y = self._validate_dask_regression_data(
+                X, y, self.target_range, "target_range"
+            )
+        else:
+            y = check_regression_targets(y)
+            X, y = self._validate_input(X, y, y_numeric=True)
         lo, hi = check_target_range(self.target_range, y, type(self).__name__)
         n_samples = X.shape[0]
         self._check_epsilon_delta(n_samples, delta_positive=False)

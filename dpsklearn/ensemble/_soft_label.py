@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.linear_model import Ridge
 
 from .._base import FitPlan, keeps_live_model
+from .._dask_input import is_dask_collection
 from .._param_validation import Interval, StrOptions
 from .._validation import (
     check_regression_targets,
@@ -242,6 +243,8 @@ default="auto"
         return "predict_proba"
 
     def _validate_targets(self, X, y, method):
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._validate_dask_targets(X, y, method)
         if method == "predict":
             y = check_regression_targets(y)
             X, y = self._validate_input(X, y, y_numeric=True)
@@ -256,6 +259,23 @@ default="auto"
         target_range = (0.0, 1.0) if self.target_range is None else self.target_range
         return X, y.astype(np.int64), check_target_range(target_range, y, "")
 
+    def _validate_dask_targets(self, X, y, method):
+        """Dask ``X, y`` (``docs/cluster.rst``): checked on the workers.
+
+        A regressor's targets need the public ``target_range`` (never read
+        from ``y``); a classifier's labels are class indices into ``{0, 1}``,
+        any other label refused on the workers, before the spend.
+        """
+        target_range = self.target_range
+        if method == "predict_proba" and target_range is None:
+            target_range = (0.0, 1.0)
+        X, targets = self._validate_dask_regression_data(
+            X, y, target_range, "target_range"
+        )
+        if method == "predict_proba":
+            targets = targets.encoded(np.array([0, 1]))
+        return X, targets, check_target_range(target_range, None, "")
+
     @keeps_live_model
     def fit(self, X: ArrayLike, y: ArrayLike) -> SoftLabelPrivateRegressor:
         """Train the teachers on disjoint shards and open a fresh budget.
@@ -266,8 +286,11 @@ default="auto"
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like of shape (n_samples, n_features), or a Dask DataFrame
+            or 2-D array (teachers fitted where its partitions live,
+            ``docs/cluster.rst``; a regressor's ``target_range`` then required)
+        y : array-like of shape (n_samples,), or a Dask Series or 1-D array
+            with ``X``'s partitions
             Real targets for a regressor ``estimator``; {0, 1} labels for a
             binary classifier.
 

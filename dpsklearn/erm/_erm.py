@@ -62,6 +62,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import FitPlan, PrivateEstimatorMixin, PublicLabelsMixin, keeps_live_model
+from .._dask_input import is_dask_collection
 from .._param_validation import HasMethods, Interval
 from .._validation import (
     ACCEPT_SPARSE,
@@ -106,8 +107,12 @@ class _ERMMixin(PrivateEstimatorMixin):
         return "a hypothesis" if self._given_hypotheses() else "the hypothesis space"
 
     def _validate_input(self, X, y="no_validation", *, reset=True, **kwargs):
-        """Given hypotheses read ``X`` as given; a hypothesis space reads numbers."""
-        if self._given_hypotheses():
+        """Given hypotheses read ``X`` as given; a hypothesis space reads numbers.
+
+        A Dask collection is refused either way (the mixin's rule), rather
+        than computed into this process.
+        """
+        if self._given_hypotheses() or is_dask_collection(X) or is_dask_collection(y):
             return super()._validate_input(X, y, reset=reset, **kwargs)
         with naming_empty_input():
             return validate_data(

@@ -8,6 +8,8 @@
   by perturbed sufficient statistics with an adaptive regulariser (AdaSSP,
   Wang 2018), by default after a linear stage on
   :func:`linear_feature_map`: :func:`fit_random_feature_ssp`;
+* :mod:`._dask_fit` -- the model releases on Dask collections: shards
+  solved where their rows live, statistics summed over the partitions;
 * :mod:`._kernel_ridge` -- :class:`PrivateKernelRidge`, which releases the
   fit through a mechanism of :mod:`dpsklearn.mechanisms`.
 

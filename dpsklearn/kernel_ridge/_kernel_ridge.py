@@ -39,6 +39,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import PrivateEstimatorMixin, keeps_live_model
+from .._dask_input import DaskRows, is_dask_collection
 from .._param_validation import (
     HasMethods,
     Interval,
@@ -60,6 +61,12 @@ from ..mechanisms import (
 )
 from ..serving import serve
 from ..teachers import fit_teachers, partition_indices
+from ._dask_fit import (
+    dask_statistics_training,
+    dask_training_rows,
+    fit_shards_on_partitions,
+    release_dask_stages,
+)
 from ._kernel_checks import (
     check_kernel,
     resolve_feature_bounds,
@@ -383,6 +390,9 @@ default="sufficient_statistics"
         "noise_random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
 
+    #: Dask collections: fitted where the partitions live (model releases).
+    _accepts_dask_collections = True
+
     #: The mechanisms this estimator runs, by shorthand.
     _mechanisms = {
         "sufficient_statistics": SufficientStatistics,
@@ -435,18 +445,22 @@ default="sufficient_statistics"
         return options.publishes_model
 
     # -- fit -----------------------------------------------------------------
-    def _fit_shards(self, X, y, n_shards, spec, frequencies):
+    def _fit_shards(self, X, y, n_shards, spec, frequencies, attributes):
         """The ``k`` exact shard fits, in parallel (``k = 1``: all rows, in order)."""
+        kernel, gamma, degree, coef0, _ = spec
+        solver = ShardKernelRidge(
+            kernel, gamma, degree, coef0, float(self.alpha), frequencies
+        )
+        if isinstance(X, DaskRows):  # each shard fitted where its rows are read
+            return fit_shards_on_partitions(
+                solver, X, y, n_shards, self.random_state, attributes
+            )
         if n_shards == 1:
             shards = [np.arange(X.shape[0])]
         else:
             shards = partition_indices(
                 X.shape[0], n_shards, check_random_state(self.random_state)
             )
-        kernel, gamma, degree, coef0, _ = spec
-        solver = ShardKernelRidge(
-            kernel, gamma, degree, coef0, float(self.alpha), frequencies
-        )
         return fit_teachers(solver, X, y, shards, [0] * n_shards, n_jobs=self.n_jobs)
 
     @keeps_live_model
@@ -461,9 +475,12 @@ default="sufficient_statistics"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Private training rows.
+            Private training rows; or a Dask DataFrame or 2-D array for the
+            releases that publish a model (fitted where its partitions live,
+            ``docs/cluster.rst``; ``y_bound`` then required).
         y : array-like of shape (n_samples,)
-            Private targets, clipped to ``[-y_bound, y_bound]``.
+            Private targets, clipped to ``[-y_bound, y_bound]``; a Dask
+            Series or 1-D array with ``X``'s partitions for a Dask ``X``.
 
         Returns
         -------
@@ -489,16 +506,25 @@ default="sufficient_statistics"
         )
         if not np.isfinite(self.epsilon):
             raise ValueError(f"epsilon must be finite and > 0, got {self.epsilon!r}.")
-        y = check_regression_targets(y)
-        X, y = validate_data(
-            self, X, y, accept_sparse=ACCEPT_SPARSE, y_numeric=True, dtype=np.float64
-        )
+        if is_dask_collection(X) or is_dask_collection(y):
+            # docs/cluster.rst: rows prepared and checked on the workers.
+            X, y = dask_training_rows(self, X, y, options)
+        else:
+            y = check_regression_targets(y)
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse=ACCEPT_SPARSE,
+                y_numeric=True,
+                dtype=np.float64,
+            )
         n_samples, n_features = X.shape
         kernel, gamma, degree, coef0 = check_kernel(
             self.kernel, self.kernel_params, n_features, options
         )
         feature_bounds = resolve_feature_bounds(self.kernel_params, n_features)
-        if feature_bounds is not None:
+        if feature_bounds is not None and not isinstance(X, DaskRows):
             X = scale_by_bounds(X, feature_bounds)
         warn_if_delta_large(float(self.delta), n_samples)
         lo, hi = resolve_target_range(self.y_bound, y)
@@ -531,6 +557,8 @@ default="sufficient_statistics"
         )
 
     def _train(self, plan):
+        if "statistics" in plan.training and isinstance(plan.X, DaskRows):
+            return dask_statistics_training(plan, self.random_state)
         if "statistics" in plan.training:
             # Non-private until _release replaces it by its noisy release.
             return statistics_training(plan, self.random_state)
@@ -542,14 +570,16 @@ default="sufficient_statistics"
             frequencies = _fourier_frequencies(
                 kernel, gamma, X.shape[1], options.n_components, self.random_state
             )
-            shards = self._fit_shards(X, y, n_shards, spec, frequencies)
+            shards = self._fit_shards(
+                X, y, n_shards, spec, frequencies, plan.attributes
+            )
             # Non-private until _release replaces it by its noisy release.
             weights = np.mean([shard.coef_ for shard in shards], axis=0)
             return {"_weights": weights, "random_frequencies_": frequencies}
         x_bound = spec[4]
         if x_bound is not None:
             X = _clip_rows(X, x_bound)
-        shards = self._fit_shards(X, y, n_shards, spec, None)
+        shards = self._fit_shards(X, y, n_shards, spec, None, plan.attributes)
         sizes = [shard.X_fit_.shape[0] for shard in shards]
         if n_shards == 1:
             X_fit = shards[0].X_fit_
@@ -567,6 +597,9 @@ default="sufficient_statistics"
         }
 
     def _release(self, plan, fitted, noise):
+        if "_dask_stages" in fitted:  # the second stage's sums after the first
+            release_dask_stages(plan, fitted, noise)
+            return
         if "_statistics" in fitted or "_rows" in fitted:
             # Only the weights solved from the noisy statistics leave the fit.
             statistics_release(plan, fitted, noise)

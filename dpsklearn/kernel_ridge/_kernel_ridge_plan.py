@@ -109,10 +109,12 @@ def plan_output_perturbation(
             "fill": 0.0,  # centred: the midpoint once it is added back
         }
     )
+    if isinstance(y, np.ndarray):  # Dask targets: clipped on the workers
+        y = np.clip(y, lo, hi) - center
     return FitPlan(
         mechanism,
         X,
-        np.clip(y, lo, hi) - center,
+        y,
         delta=delta,
         training={"spec": (kernel, gamma, degree, coef0, x_bound)},
         serving=serving,

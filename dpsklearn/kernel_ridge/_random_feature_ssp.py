@@ -40,7 +40,7 @@ both stages have one stage's sensitivities
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -67,6 +67,7 @@ __all__ = [
     "auto_n_components",
     "fit_random_feature_ssp",
     "linear_feature_map",
+    "plan_frequencies",
     "plan_statistics",
     "predict_random_features",
     "random_feature_map",
@@ -74,6 +75,7 @@ __all__ = [
     "random_fourier_frequencies",
     "ssp_release",
     "ssp_training",
+    "staged_release",
     "staged_ssp_release",
     "statistics_release",
     "statistics_training",
@@ -163,19 +165,41 @@ def staged_ssp_release(
     single stage's sensitivities whatever stage 1 released. Only the two
     solved weight vectors leave (post-processing of the noisy statistics).
     """
+
+    def feature_statistics(linear_coef, label_bound):
+        residual = np.clip(
+            y - _linear_values(X, linear_coef, row_bound, label_bound),
+            -label_bound,
+            label_bound,
+        )
+        gram, moment = random_feature_statistics(X, residual, frequencies)
+        lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
+        return gram, moment, lambda_min
+
+    return staged_release(
+        mechanism, _linear_statistics(X, y, row_bound), feature_statistics, noise
+    )
+
+
+def staged_release(
+    mechanism: StagedStatisticsRelease,
+    linear_statistics: tuple,
+    feature_statistics: Callable[[np.ndarray, float], tuple],
+    noise: NoiseSource,
+) -> dict[str, object]:
+    """Release the linear stage, then the random features on its residuals.
+
+    ``linear_statistics`` are the linear stage's exact statistics;
+    ``feature_statistics(linear_coef, label_bound)`` computes the random
+    features' on the residuals of the released linear model (in this
+    process, or summed over a Dask collection's partitions).
+    """
     linear_stage, feature_stage = mechanism.stages
-    label_bound = feature_stage.label_bound
     linear_coef, linear_regulariser = ssp_release(
-        linear_stage, _linear_statistics(X, y, row_bound), noise
+        linear_stage, linear_statistics, noise
     )
-    residual = np.clip(
-        y - _linear_values(X, linear_coef, row_bound, label_bound),
-        -label_bound,
-        label_bound,
-    )
-    gram, moment = random_feature_statistics(X, residual, frequencies)
-    lambda_min = float(linalg.eigvalsh(gram, subset_by_index=(0, 0))[0])
-    coef, regulariser = ssp_release(feature_stage, (gram, moment, lambda_min), noise)
+    statistics = feature_statistics(linear_coef, feature_stage.label_bound)
+    coef, regulariser = ssp_release(feature_stage, statistics, noise)
     return {
         "coef_": coef,
         "regulariser_": regulariser,
@@ -557,15 +581,23 @@ def statistics_training(
         }
     lo, hi = target_range
     center = (lo + hi) / 2.0
-    frequencies = random_fourier_frequencies(
+    frequencies = plan_frequencies(plan, random_state)
+    rows = (plan.X, np.clip(np.asarray(plan.y, dtype=np.float64), lo, hi) - center)
+    return {"_rows": rows, "random_frequencies_": frequencies, "center_": center}
+
+
+def plan_frequencies(
+    plan: FitPlan, random_state: int | np.random.RandomState | None
+) -> NDArray[np.float64]:
+    """The plan's random Fourier frequencies (public: from ``random_state``)."""
+    n_components, gamma, kernel, _ = plan.training["statistics"]
+    return random_fourier_frequencies(
         plan.X.shape[1],
         n_components,
         gamma=gamma,
         kernel=kernel,
         random_state=random_state,
     )
-    rows = (plan.X, np.clip(np.asarray(plan.y, dtype=np.float64), lo, hi) - center)
-    return {"_rows": rows, "random_frequencies_": frequencies, "center_": center}
 
 
 def statistics_release(plan: FitPlan, fitted: dict, noise: NoiseSource) -> None:

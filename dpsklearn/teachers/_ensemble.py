@@ -32,8 +32,8 @@ __all__ = ["count_votes", "fit_teacher_ensemble", "fuse_teachers"]
 
 def fit_teacher_ensemble(
     estimator: Any,
-    X: ArrayLike,
-    y: np.ndarray,
+    X: ArrayLike | DaskRows,
+    y: np.ndarray | DaskLabels,
     n_estimators: int,
     *,
     random_state: int | np.random.RandomState | None = None,
@@ -76,8 +76,8 @@ def fit_teacher_ensemble(
     teachers : list of fitted estimators, in shard order
     """
 
-    if isinstance(X, DaskRows):
-        if not isinstance(y, DaskLabels):
+    if isinstance(X, DaskRows) or isinstance(y, DaskLabels):
+        if not (isinstance(X, DaskRows) and isinstance(y, DaskLabels)):
             raise TypeError("Rows on a Dask cluster take labels on it (DaskLabels).")
         return fit_teachers_on_partitions(
             estimator,

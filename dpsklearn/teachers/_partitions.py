@@ -143,14 +143,17 @@ def _rows_by_batch(
     classes: NDArray[Any] | None,
     allow_nan: bool,
     consumer: str,
+    numeric: bool = False,
 ) -> tuple:
     """One partition's rows of this wave, cut by batch (runs on a worker).
 
     ``bounds`` are the positions where the wave's batches start, and the
-    end of the last one. Returns one ``(X rows, class indices, positions)``
-    per batch.
+    end of the last one. Returns one ``(X rows, class indices or targets,
+    positions)`` per batch.
     """
-    labels = check_partition(X, y, classes, allow_nan=allow_nan, consumer=consumer)
+    labels = check_partition(
+        X, y, classes, allow_nan=allow_nan, consumer=consumer, numeric=numeric
+    )
     if len(labels) != len(positions) or X.shape[0] != len(positions):
         raise ValueError(
             f"a partition of X has {X.shape[0]} rows and y's has {len(labels)}, "
@@ -221,7 +224,8 @@ def fit_teachers_on_partitions(
         Unfitted base estimator.
     rows, labels : DaskRows, DaskLabels
         From :func:`~dpsklearn._dask_input.dask_training_data`;
-        ``labels.classes`` set for classifiers.
+        ``labels.classes`` set for classifiers, ``labels.numeric`` for
+        regression targets.
     n_estimators : int
     random_state : int, RandomState instance or None
         The partition and the seeds, as for
@@ -265,6 +269,7 @@ def fit_teachers_on_partitions(
                     labels.classes,
                     rows.allow_nan,
                     rows.consumer,
+                    labels.numeric,
                 )
                 for X_part, y_part, position_part in zip(
                     rows.partitions, labels.partitions, position_parts, strict=True
