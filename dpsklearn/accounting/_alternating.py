@@ -155,12 +155,10 @@ def _values(eps_pure, eps_br, rounds, epsilon, grid, *, profile):
         values = np.maximum(-np.expm1(epsilon - x), 0.0)
     cells = _Cells(eps_br, grid)
     padded = np.empty(n_nodes + 2 * grid + 1)
-    upper = np.empty((grid + 1, n_nodes))
-    lower = np.empty((grid + 1, n_nodes))
     keep = 1.0 / (1.0 + math.exp(-eps_pure))  # randomized response at eps_pure
     for _ in range(rounds):
         # Backwards: the bounded-range release of the pair, then the pure one.
-        values = _one_round(values, cells, grid, 0, n_nodes - 1, padded, upper, lower)
+        values = _one_round(values, cells, grid, 0, n_nodes - 1, padded)
         ahead = _chord(values, x, h, x + eps_pure)
         behind = _chord(values, x, h, x - eps_pure)
         values = np.minimum(keep * ahead + (1.0 - keep) * behind, 1.0)

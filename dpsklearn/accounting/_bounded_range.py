@@ -213,21 +213,32 @@ class _Cells:
         return best
 
 
-def _one_round(values, cells, grid, a, b, padded, upper, lower):
+def _windows(x, rows, n):
+    """``x[c : c + n]`` for ``c < rows`` as one (rows, n) view of ``x``, no copy.
+
+    ``x`` is contiguous and one-dimensional (numpy's ``sliding_window_view``
+    gives the same view, but checks its arguments at many times the cost).
+    """
+    return np.ndarray((rows, n), dtype=x.dtype, buffer=x, strides=(x.itemsize,) * 2)
+
+
+def _one_round(values, cells, grid, a, b, padded):
     """``max over t`` at the nodes ``a..b`` of one round before ``values``.
 
     ``V_{j-1}`` beyond the grid: below the first node its value there
     (it is non-decreasing), above the last node 1; both upper bounds.
+    The rows of ``upper`` and ``lower`` are overlapping windows of
+    ``padded``: read in place, not copied (the same values, so the same
+    arithmetic; ``tests/test_game_identity.py``).
     """
     n_nodes = values.size
     padded[:grid] = values[0]
     padded[grid : grid + n_nodes] = values
     padded[grid + n_nodes :] = 1.0
     n_rows = b - a + 1
-    for c in range(grid + 1):
-        upper[c, :n_rows] = padded[a + grid + c : a + grid + c + n_rows]
-        lower[c, :n_rows] = padded[a + c : a + c + n_rows]
-    return np.minimum(cells.best(upper[:, :n_rows], lower[:, :n_rows]), 1.0)
+    upper = _windows(padded[a + grid :], grid + 1, n_rows)
+    lower = _windows(padded[a:], grid + 1, n_rows)
+    return np.minimum(cells.best(upper, lower), 1.0)
 
 
 def _delta(eps0, k, epsilon, grid, delta_hint):
@@ -269,8 +280,6 @@ def _game(eps0, k, epsilon, grid, delta_hint):
         values = np.maximum(-np.expm1(epsilon - x), 0.0)  # V_0, exact at the nodes
     cells = _Cells(eps0, grid)
     padded = np.empty(n_nodes + 2 * grid + 1)
-    upper = np.empty((grid + 1, n_nodes))
-    lower = np.empty((grid + 1, n_nodes))
     for j in range(1, k + 1):
         i = k - j  # rounds already played when j remain
         reach_lo, reach_hi = forward_reach(i)
@@ -284,7 +293,7 @@ def _game(eps0, k, epsilon, grid, delta_hint):
         # against rounding of the node positions).
         new[x < zero_below(j) - 1e-9 * h] = 0.0
         if b >= a:  # else nothing reachable lies between the two bounds
-            window = _one_round(values, cells, grid, a, b, padded, upper, lower)
+            window = _one_round(values, cells, grid, a, b, padded)
             window[x[a : b + 1] < zero_below(j) - 1e-9 * h] = 0.0
             new[a : b + 1] = window
         values = new
@@ -320,10 +329,8 @@ def block_profile(eps0, k1, grid):
         values = np.maximum(-np.expm1(-x), 0.0)
     cells = _Cells(eps0, grid)
     padded = np.empty(n_nodes + 2 * grid + 1)
-    upper = np.empty((grid + 1, n_nodes))
-    lower = np.empty((grid + 1, n_nodes))
     for j in range(1, k1 + 1):
-        new = _one_round(values, cells, grid, 0, n_nodes - 1, padded, upper, lower)
+        new = _one_round(values, cells, grid, 0, n_nodes - 1, padded)
         # Both are upper bounds on V_j: the zCDP tail of j rounds, and 0
         # where j maximal steps cannot reach epsilon = 0.
         np.minimum(new, _zcdp_tail(j * rho1, -x), out=new)
