@@ -186,6 +186,15 @@ SLOW_TESTS = {
         "test_predict_on_the_workers_after_a_dask_fit",
         "test_dask_fit_bypasses_the_teacher_cache",
     ),
+    "test_dask_regression.py": (
+        "test_regression_ensembles_identical_to_a_numpy_fit",
+        "test_soft_label_classifier_teachers_from_partitions",
+        "test_kernel_ridge_same_release_from_partitions",
+        "test_kernel_ridge_shards_identical_to_numpy_shards",
+        "test_knowledge_transfer_regressor_teacher_from_partitions",
+        "test_kernel_ridge_shards_send_back_weights_only",
+        "test_kernel_ridge_statistics_added_on_the_workers",
+    ),
     "test_dask.py": (
         "test_dask_fit_votes_identical_to_local_fit",
         "test_dask_fit_reports_progress",
