@@ -8,7 +8,7 @@ function calls whose code lives under the ``dpsklearn`` package during ONE
 ``predict`` of 5 other rows, and the distinct package files they visit (in the
 order of first visit). The drawing in ``docs/architecture.rst``, "One
 predict", is this list. Exits 1 when the path is longer than the budget
-(issue 31: at most 100 calls in at most 10 files).
+(the budget: at most 100 calls in at most 10 files).
 
 Usage::
 

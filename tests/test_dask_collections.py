@@ -1,5 +1,5 @@
 """``fit`` on Dask collections: teachers trained where the partitions live
-(docs/cluster.rst, "Data larger than one machine"; issue 33).
+(docs/cluster.rst, "Data larger than one machine").
 
 On a two-worker ``distributed.LocalCluster`` (separate processes, loopback
 only): a Dask DataFrame or array gives the very teachers of a NumPy fit with

@@ -1,5 +1,5 @@
 """Regression on Dask collections: teachers and shards trained where the
-partitions live (docs/cluster.rst, "Data larger than one machine"; issue 33).
+partitions live (docs/cluster.rst, "Data larger than one machine").
 
 On a two-worker ``distributed.LocalCluster`` (separate processes, loopback
 only): :class:`~dpsklearn.PrivatePredictionRegressor` and

@@ -1,4 +1,6 @@
-"""The short predict path (issue 31): rules decided at fit, the public vote counts.
+"""The short predict path: rules decided at fit, the public vote counts.
+
+docs/architecture.rst, "The path of one query", draws it.
 
 * :class:`~dpsklearn._validation.QueryRule`, the query input rule decided
   once at ``fit``, gives exactly what ``validate_input(reset=False)`` gives

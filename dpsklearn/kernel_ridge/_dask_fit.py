@@ -1,6 +1,6 @@
 """``PrivateKernelRidge`` on Dask collections: shards and sums where the rows live.
 
-``docs/cluster.rst``, "Data larger than one machine" (issue 33). The two
+``docs/cluster.rst``, "Data larger than one machine". The two
 releases that publish a model accept a Dask DataFrame or array for ``X`` and
 a Dask Series or array for ``y``, and release what a NumPy fit with the
 same seeds releases:
